@@ -1,0 +1,130 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+// IWYU pragma: private
+//
+// The rotary kernel, written once: one driver walks tokens and heads, asks a *source* for the (cos, sin) of
+// each pair at the token's position, and hands one head row at a time to the per-ISA row kernel. RoPE from a
+// plan (angles formed on the fly), RoPE from a cache and xPos differ only in their source.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/math/inv_freq.hpp"
+#include "posenc/detail/math/rotate.hpp"
+#include "posenc/detail/simd/vec.hpp"
+#include "posenc/positions.hpp"
+#include "posenc/rope_scaling.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+namespace detail {
+
+/// An input/output pair of (N, L, H, D) views; in place when both address the same elements.
+template <class T>
+struct rope_target {
+  strided_view<const T, 4> in;
+  strided_view<T, 4> out;
+};
+
+/// Pairs per chunk of cos/sin formed at once on the stack: 128 pairs cover head dims up to 256 in one chunk
+/// and keep the buffers (2 x 128 doubles) in L1.
+inline constexpr index_t rope_chunk = 128;
+
+/// cos/sin formed from the frequencies at each position, in double, times the magnitude, rounded to C once.
+struct angle_source {
+  const double* inv_freq;
+  double magnitude;
+
+  template <class C>
+  void fill(index_t p, index_t begin, index_t end, C* buf_cos, C* buf_sin, const C*& cos, const C*& sin) const {
+    for (index_t i = begin; i < end; ++i) {
+      const double theta = math::angle(p, inv_freq[i]);
+      buf_cos[i - begin] = static_cast<C>(magnitude * std::cos(theta));
+      buf_sin[i - begin] = static_cast<C>(magnitude * std::sin(theta));
+    }
+    cos = buf_cos;
+    sin = buf_sin;
+  }
+};
+
+/// cos/sin read from a precomputed [positions][pairs] table (rope_cache).
+template <class C>
+struct table_source {
+  const C* cos_table;
+  const C* sin_table;
+  index_t pairs;
+
+  void fill(index_t p, index_t begin, index_t, C*, C*, const C*& cos, const C*& sin) const {
+    cos = cos_table + p * pairs + begin;
+    sin = sin_table + p * pairs + begin;
+  }
+};
+
+template <class Isa>
+struct rope_row_kernel;
+
+/// The portable reference: one pair at a time, any feature stride. Vector ISAs specialise this with the same
+/// signature and fall back to it for strided rows and tails.
+template <>
+struct rope_row_kernel<simd::scalar> {
+  template <class A, class T, class C>
+  static void run(rope_style style, const T* in, index_t in_stride, T* out, index_t out_stride, index_t pairs,
+                  index_t begin, index_t end, const C* cos, const C* sin, A sin_sign) {
+    for (index_t i = begin; i < end; ++i) {
+      const index_t ia = style == rope_style::interleaved ? 2 * i : i;
+      const index_t ib = style == rope_style::interleaved ? 2 * i + 1 : i + pairs;
+      const A a = simd::load_as<A>(in[ia * in_stride]);
+      const A b = simd::load_as<A>(in[ib * in_stride]);
+      const A c = static_cast<A>(cos[i - begin]);
+      const A s = sin_sign * static_cast<A>(sin[i - begin]);
+      A ya;
+      A yb;
+      math::rotate_pair(a, b, c, s, ya, yb);
+      out[ia * out_stride] = simd::store_as<T>(ya);
+      out[ib * out_stride] = simd::store_as<T>(yb);
+    }
+  }
+};
+
+/// Applies the rotation to every target. All targets share N and L (q and k of one batch), their positions
+/// and the window [offset, offset + 2*pairs) of head_dim; validation happened at the public entry.
+template <class Isa, class A, class C, class Source, class T, std::size_t K>
+void rope_apply(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
+                A sin_sign, const std::array<rope_target<T>, K>& targets) {
+  const index_t n_batch = targets[0].in.extent(0);
+  const index_t n_len = targets[0].in.extent(1);
+  C buf_cos[rope_chunk];
+  C buf_sin[rope_chunk];
+  for (index_t n = 0; n < n_batch; ++n) {
+    for (index_t l = 0; l < n_len; ++l) {
+      const index_t p = pos.at(n, l);
+      for (const auto& t : targets) {
+        if (static_cast<const void*>(t.in.data()) == static_cast<const void*>(t.out.data())) continue;
+        // Out of place: the features outside the rotated window pass through.
+        const index_t d = t.in.extent(3);
+        for (index_t h = 0; h < t.in.extent(2); ++h)
+          for (index_t f = 0; f < d; ++f)
+            if (f < offset || f >= offset + 2 * pairs) t.out(n, l, h, f) = t.in(n, l, h, f);
+      }
+      for (index_t b = 0; b < pairs; b += rope_chunk) {
+        const index_t e = b + rope_chunk < pairs ? b + rope_chunk : pairs;
+        const C* cos = nullptr;
+        const C* sin = nullptr;
+        src.fill(p, b, e, buf_cos, buf_sin, cos, sin);
+        for (const auto& t : targets) {
+          for (index_t h = 0; h < t.in.extent(2); ++h) {
+            const T* in_row = &t.in(n, l, h, offset);
+            T* out_row = &t.out(n, l, h, offset);
+            rope_row_kernel<Isa>::template run<A>(style, in_row, t.in.stride(3), out_row, t.out.stride(3), pairs, b, e,
+                                                  cos, sin, sin_sign);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace detail
+POSENC_END_NAMESPACE

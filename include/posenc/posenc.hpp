@@ -1,0 +1,13 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// The umbrella header: every public posenc API. Engines that want less include one header per encoding.
+#pragma once
+
+#include "posenc/config.hpp"       // IWYU pragma: export
+#include "posenc/error.hpp"        // IWYU pragma: export
+#include "posenc/positions.hpp"    // IWYU pragma: export
+#include "posenc/rope.hpp"         // IWYU pragma: export
+#include "posenc/rope_scaling.hpp" // IWYU pragma: export
+#include "posenc/tensor_view.hpp"  // IWYU pragma: export
+#include "posenc/version.hpp"      // IWYU pragma: export
+#include "posenc/xpos.hpp"         // IWYU pragma: export

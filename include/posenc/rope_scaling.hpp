@@ -1,0 +1,367 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// Frequency plans. Every RoPE variant in use is one `rope_plan`: a frequency per rotated pair, a magnitude
+// multiplying cos and sin, a logit scale for the attention softmax where a model needs one, the pair layout
+// and the rotated window inside the head. Each context-extension method only builds a plan.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/math/inv_freq.hpp"
+#include "posenc/detail/math/scaling.hpp"
+#include "posenc/detail/throw.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+
+/// How the rotated features pair up.
+enum class rope_style {
+  interleaved,  ///< (x[2i], x[2i+1]): RoFormer, GPT-J, MLX/tiny-llm "traditional", ggml mode 0
+  half_split,   ///< (x[i], x[i + R/2]): GPT-NeoX, Llama, Qwen2 (HF rotate_half), ggml NEOX mode
+};
+
+enum class rope_scaling_type {
+  none,           ///< w_i = base^(-2i/R)
+  linear,         ///< position interpolation (Chen et al. 2023): w_i / factor
+  ntk,            ///< NTK-aware: base * factor^(R/(R-2))
+  dynamic_ntk,    ///< NTK-aware with a factor that grows with the sequence length
+  yarn,           ///< YaRN (Peng et al. 2023), as HF `_compute_yarn_parameters`
+  deepseek_yarn,  ///< YaRN with DeepSeek-V2/V3's mscale ratio and softmax (logit) scale
+  llama3,         ///< Llama 3.1 wavelength bands
+  longrope,       ///< LongRoPE / Phi-3 per-pair short and long factors
+};
+
+/// When dynamic NTK re-evaluates its base.
+enum class dynamic_ntk_policy {
+  per_length,    ///< Hugging Face: from the current length n (n = max position + 1); unchanged while n <= M
+  fixed_at_max,  ///< vLLM: once, at n = M * factor, for every length
+};
+
+/// When LongRoPE uses its long factors. n = max position + 1 of the positions the plan serves.
+enum class longrope_policy {
+  per_length,     ///< Hugging Face (and the CLI): long when n > M
+  past_original,  ///< vLLM Phi3LongRoPEScaledRotaryEmbedding: long when some position > M, i.e. n > M + 1
+  always_short,
+  always_long,
+};
+
+/// The scaling part of a RoPE configuration. Build one with the named constructors; fields not used by
+/// `type` are ignored. Field names follow Hugging Face `rope_scaling` keys.
+struct rope_scaling {
+  rope_scaling_type type = rope_scaling_type::none;
+  double factor = 1.0;                  ///< linear, ntk (base_rescale_factor), dynamic_ntk, yarn, llama3, longrope
+  index_t original_max_positions = 0;   ///< M: dynamic_ntk, yarn, llama3, longrope
+  dynamic_ntk_policy ntk_policy = dynamic_ntk_policy::per_length;
+  double beta_fast = 32.0;              ///< yarn
+  double beta_slow = 1.0;               ///< yarn
+  bool truncate = true;                 ///< yarn: floor/ceil the correction range (HF default)
+  double mscale = 0.0;                  ///< yarn / deepseek_yarn; 0 = absent
+  double mscale_all_dim = 0.0;          ///< yarn / deepseek_yarn; 0 = absent
+  std::optional<double> attention_factor;  ///< yarn, deepseek_yarn, longrope: overrides the derived magnitude
+  double low_freq_factor = 1.0;         ///< llama3
+  double high_freq_factor = 4.0;        ///< llama3
+  std::vector<double> short_factor;     ///< longrope, R/2 entries
+  std::vector<double> long_factor;      ///< longrope, R/2 entries
+  longrope_policy long_policy = longrope_policy::per_length;
+
+  /// Position interpolation: w_i / factor (Chen et al. 2023; HF "linear").
+  static rope_scaling linear(double factor) {
+    rope_scaling s;
+    s.type = rope_scaling_type::linear;
+    s.factor = factor;
+    return s;
+  }
+  /// NTK-aware base rescale: base' = base * a^(R/(R-2)) (lucidrains `base_rescale_factor`).
+  static rope_scaling ntk(double base_rescale_factor) {
+    rope_scaling s;
+    s.type = rope_scaling_type::ntk;
+    s.factor = base_rescale_factor;
+    return s;
+  }
+  /// Dynamic NTK (HF "dynamic"): base' = base * (F*n/M - (F-1))^(R/(R-2)) for n > M.
+  static rope_scaling dynamic_ntk(double factor, index_t original_max_positions,
+                                  dynamic_ntk_policy policy = dynamic_ntk_policy::per_length) {
+    rope_scaling s;
+    s.type = rope_scaling_type::dynamic_ntk;
+    s.factor = factor;
+    s.original_max_positions = original_max_positions;
+    s.ntk_policy = policy;
+    return s;
+  }
+  /// YaRN (HF "yarn"): magnitude 0.1 ln F + 1 unless mscale/mscale_all_dim or attention_factor say otherwise.
+  static rope_scaling yarn(double factor, index_t original_max_positions, double beta_fast = 32.0,
+                           double beta_slow = 1.0) {
+    rope_scaling s;
+    s.type = rope_scaling_type::yarn;
+    s.factor = factor;
+    s.original_max_positions = original_max_positions;
+    s.beta_fast = beta_fast;
+    s.beta_slow = beta_slow;
+    return s;
+  }
+  /// DeepSeek-V2/V3 YaRN: frequencies as YaRN, magnitude mscale(F, mscale)/mscale(F, mscale_all_dim), and a
+  /// logit scale mscale(F, mscale_all_dim)^2 for the softmax (DeepSeek-V3 modeling; vLLM DeepseekScaling).
+  static rope_scaling deepseek_yarn(double factor, index_t original_max_positions, double mscale = 1.0,
+                                    double mscale_all_dim = 0.0, double beta_fast = 32.0, double beta_slow = 1.0) {
+    rope_scaling s = yarn(factor, original_max_positions, beta_fast, beta_slow);
+    s.type = rope_scaling_type::deepseek_yarn;
+    s.mscale = mscale;
+    s.mscale_all_dim = mscale_all_dim;
+    return s;
+  }
+  /// Llama 3.1 (HF "llama3"): factor 8, low 1, high 4, M 8192 for Llama 3.1.
+  static rope_scaling llama3(double factor, double low_freq_factor, double high_freq_factor,
+                             index_t original_max_positions) {
+    rope_scaling s;
+    s.type = rope_scaling_type::llama3;
+    s.factor = factor;
+    s.low_freq_factor = low_freq_factor;
+    s.high_freq_factor = high_freq_factor;
+    s.original_max_positions = original_max_positions;
+    return s;
+  }
+  /// LongRoPE (HF "longrope", Phi-3): w_i / ext_i with ext = short or long factors; `factor` (HF: max
+  /// positions / original) only sets the default magnitude sqrt(1 + ln F / ln M).
+  static rope_scaling longrope(std::vector<double> short_factor, std::vector<double> long_factor,
+                               index_t original_max_positions, double factor,
+                               longrope_policy policy = longrope_policy::per_length) {
+    rope_scaling s;
+    s.type = rope_scaling_type::longrope;
+    s.short_factor = std::move(short_factor);
+    s.long_factor = std::move(long_factor);
+    s.original_max_positions = original_max_positions;
+    s.factor = factor;
+    s.long_policy = policy;
+    return s;
+  }
+};
+
+/// A model's RoPE configuration; `make_rope_plan` turns it into frequencies.
+struct rope_config {
+  index_t head_dim = 0;
+  index_t rotary_dim = 0;     ///< R, even; 0 means head_dim (HF: head_dim * partial_rotary_factor)
+  index_t rotary_offset = 0;  ///< where the rotated window starts inside the head
+  double base = 10000.0;      ///< rope_theta
+  rope_style style = rope_style::half_split;
+  rope_scaling scaling;
+  /// Per-pair divisors applied after the scaling, w_i / f_i (ggml's `rope_freqs` tensor); empty = none.
+  std::vector<double> freq_factors;
+};
+
+/// A resolved frequency plan: what the kernels consume. Immutable once built; validated on construction, so
+/// the apply functions do not re-check it.
+class rope_plan {
+ public:
+  rope_plan() = default;
+
+  /// A plan from explicit frequencies (R/2 of them): for variants the named scalings do not cover.
+  /// Throws argument_error unless head_dim > 0, inv_freq is non-empty and finite, the window
+  /// [rotary_offset, rotary_offset + 2*inv_freq.size()) fits the head, and magnitude/logit_scale are finite > 0.
+  rope_plan(index_t head_dim, std::vector<double> inv_freq, rope_style style, index_t rotary_offset = 0,
+            double magnitude = 1.0, double logit_scale = 1.0) {
+    assign(head_dim, std::move(inv_freq), style, rotary_offset, magnitude, logit_scale);
+  }
+
+  index_t head_dim() const { return head_dim_; }
+  index_t rotary_dim() const { return static_cast<index_t>(2 * inv_freq_.size()); }
+  index_t rotary_offset() const { return rotary_offset_; }
+  index_t pairs() const { return static_cast<index_t>(inv_freq_.size()); }
+  rope_style style() const { return style_; }
+  /// Multiplies cos and sin (YaRN/LongRoPE "attention factor").
+  double magnitude() const { return magnitude_; }
+  /// Multiplies the attention logits q.k/sqrt(d) (DeepSeek YaRN's mscale^2); 1 for every other variant.
+  double logit_scale() const { return logit_scale_; }
+  const std::vector<double>& inv_freq() const { return inv_freq_; }
+  bool empty() const { return inv_freq_.empty(); }
+
+ private:
+  friend void make_rope_plan(const rope_config&, index_t, rope_plan&);
+
+  void assign(index_t head_dim, std::vector<double> inv_freq, rope_style style, index_t rotary_offset,
+              double magnitude, double logit_scale) {
+    constexpr const char* fn = "rope_plan";
+    if (head_dim <= 0) detail::throw_invalid_argument(fn, "head_dim=", head_dim, " must be > 0");
+    if (inv_freq.empty()) detail::throw_invalid_argument(fn, "inv_freq is empty (rotary_dim=0)");
+    const auto r = static_cast<index_t>(2 * inv_freq.size());
+    if (rotary_offset < 0 || rotary_offset > head_dim - r)
+      detail::throw_invalid_argument(fn, "rotary_offset=", rotary_offset, " with rotary_dim=", r,
+                                     " does not fit head_dim=", head_dim);
+    for (std::size_t i = 0; i < inv_freq.size(); ++i)
+      if (!std::isfinite(inv_freq[i])) detail::throw_invalid_argument(fn, "inv_freq[", i, "]=", inv_freq[i], " is not finite");
+    if (!(std::isfinite(magnitude) && magnitude > 0.0))
+      detail::throw_invalid_argument(fn, "magnitude=", magnitude, " must be finite and > 0");
+    if (!(std::isfinite(logit_scale) && logit_scale > 0.0))
+      detail::throw_invalid_argument(fn, "logit_scale=", logit_scale, " must be finite and > 0");
+    head_dim_ = head_dim;
+    inv_freq_ = std::move(inv_freq);
+    style_ = style;
+    rotary_offset_ = rotary_offset;
+    magnitude_ = magnitude;
+    logit_scale_ = logit_scale;
+  }
+
+  index_t head_dim_ = 0;
+  std::vector<double> inv_freq_;
+  rope_style style_ = rope_style::half_split;
+  index_t rotary_offset_ = 0;
+  double magnitude_ = 1.0;
+  double logit_scale_ = 1.0;
+};
+
+namespace detail {
+
+inline bool finite_positive(double v) { return std::isfinite(v) && v > 0.0; }
+
+inline void check_factor_array(const char* fn, const char* name, const std::vector<double>& f, index_t pairs) {
+  if (static_cast<index_t>(f.size()) != pairs)
+    throw_invalid_argument(fn, name, ".size()=", f.size(), " must equal rotary_dim/2=", pairs);
+  for (std::size_t i = 0; i < f.size(); ++i)
+    if (!finite_positive(f[i])) throw_invalid_argument(fn, name, "[", i, "]=", f[i], " must be finite and > 0");
+}
+
+}  // namespace detail
+
+/// Builds the plan of `cfg` for sequences whose largest position is n - 1 (`seq_len` = n), into `out`,
+/// reusing its storage: only dynamic NTK (per_length) and LongRoPE depend on n, and an engine can rebuild
+/// them when n crosses M without allocating. Formulas: HF modeling_rope_utils.py in double (see
+/// detail/math/scaling.hpp for each, and where vLLM and ggml differ).
+/// Throws argument_error, leaving `out` unchanged, on: head_dim <= 0; rotary_dim odd, < 0 or past the head;
+/// base not finite or <= 1; a factor, beta, mscale or attention factor that is not finite or not > 0 (mscale
+/// >= 0); original_max_positions <= 0 where needed; ntk/dynamic NTK with rotary_dim 2 (R/(R-2) undefined);
+/// llama3 low_freq_factor > high_freq_factor; factor arrays of the wrong length; seq_len < 0.
+inline void make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& out) {
+  using namespace detail;
+  constexpr const char* fn = "make_rope_plan";
+  const rope_scaling& s = cfg.scaling;
+  const index_t d = cfg.head_dim;
+  const index_t r = cfg.rotary_dim == 0 ? d : cfg.rotary_dim;
+  if (d <= 0) throw_invalid_argument(fn, "head_dim=", d, " must be > 0");
+  if (r < 0 || r % 2 != 0) throw_invalid_argument(fn, "rotary_dim=", r, " must be even and > 0");
+  if (r > d) throw_invalid_argument(fn, "rotary_dim=", r, " exceeds head_dim=", d);
+  if (cfg.rotary_offset < 0 || cfg.rotary_offset > d - r)
+    throw_invalid_argument(fn, "rotary_offset=", cfg.rotary_offset, " with rotary_dim=", r, " does not fit head_dim=", d);
+  if (!(std::isfinite(cfg.base) && cfg.base > 1.0)) throw_invalid_argument(fn, "base=", cfg.base, " must be finite and > 1");
+  if (seq_len < 0) throw_invalid_argument(fn, "seq_len=", seq_len, " must be >= 0");
+  const index_t pairs = r / 2;
+  const auto needs_factor = s.type != rope_scaling_type::none;
+  if (needs_factor && !finite_positive(s.factor))
+    throw_invalid_argument(fn, "scaling.factor=", s.factor, " must be finite and > 0");
+  const bool needs_m = s.type == rope_scaling_type::dynamic_ntk || s.type == rope_scaling_type::yarn ||
+                       s.type == rope_scaling_type::deepseek_yarn || s.type == rope_scaling_type::llama3 ||
+                       s.type == rope_scaling_type::longrope;
+  if (needs_m && s.original_max_positions <= 0)
+    throw_invalid_argument(fn, "scaling.original_max_positions=", s.original_max_positions, " must be > 0");
+  if ((s.type == rope_scaling_type::ntk || s.type == rope_scaling_type::dynamic_ntk) && r == 2)
+    throw_invalid_argument(fn, "rotary_dim=2: NTK scaling needs rotary_dim > 2 (exponent R/(R-2))");
+  const bool is_yarn = s.type == rope_scaling_type::yarn || s.type == rope_scaling_type::deepseek_yarn;
+  if (is_yarn) {
+    if (!finite_positive(s.beta_fast)) throw_invalid_argument(fn, "scaling.beta_fast=", s.beta_fast, " must be finite and > 0");
+    if (!finite_positive(s.beta_slow)) throw_invalid_argument(fn, "scaling.beta_slow=", s.beta_slow, " must be finite and > 0");
+    if (!(std::isfinite(s.mscale) && s.mscale >= 0.0)) throw_invalid_argument(fn, "scaling.mscale=", s.mscale, " must be finite and >= 0");
+    if (!(std::isfinite(s.mscale_all_dim) && s.mscale_all_dim >= 0.0))
+      throw_invalid_argument(fn, "scaling.mscale_all_dim=", s.mscale_all_dim, " must be finite and >= 0");
+  }
+  if (s.attention_factor && (is_yarn || s.type == rope_scaling_type::longrope) && !finite_positive(*s.attention_factor))
+    throw_invalid_argument(fn, "scaling.attention_factor=", *s.attention_factor, " must be finite and > 0");
+  if (s.type == rope_scaling_type::llama3) {
+    if (!finite_positive(s.low_freq_factor)) throw_invalid_argument(fn, "scaling.low_freq_factor=", s.low_freq_factor, " must be finite and > 0");
+    if (!finite_positive(s.high_freq_factor)) throw_invalid_argument(fn, "scaling.high_freq_factor=", s.high_freq_factor, " must be finite and > 0");
+    if (s.low_freq_factor > s.high_freq_factor)
+      throw_invalid_argument(fn, "scaling.low_freq_factor=", s.low_freq_factor, " exceeds high_freq_factor=", s.high_freq_factor);
+  }
+  if (s.type == rope_scaling_type::longrope) {
+    check_factor_array(fn, "scaling.short_factor", s.short_factor, pairs);
+    check_factor_array(fn, "scaling.long_factor", s.long_factor, pairs);
+  }
+  if (!cfg.freq_factors.empty()) check_factor_array(fn, "freq_factors", cfg.freq_factors, pairs);
+
+  const auto m = static_cast<double>(s.original_max_positions);
+  double base = cfg.base;
+  double magnitude = 1.0;
+  double logit_scale = 1.0;
+  switch (s.type) {
+    case rope_scaling_type::ntk: base = math::ntk_base(base, s.factor, r); break;
+    case rope_scaling_type::dynamic_ntk: {
+      const double n = s.ntk_policy == dynamic_ntk_policy::fixed_at_max ? m * s.factor : static_cast<double>(seq_len);
+      base = math::dynamic_ntk_base(base, s.factor, n, m, r);
+      break;
+    }
+    case rope_scaling_type::yarn:
+      if (s.attention_factor) magnitude = *s.attention_factor;
+      else if (s.mscale > 0.0 && s.mscale_all_dim > 0.0)
+        magnitude = math::yarn_mscale(s.factor, s.mscale) / math::yarn_mscale(s.factor, s.mscale_all_dim);
+      else magnitude = math::yarn_mscale(s.factor);
+      break;
+    case rope_scaling_type::deepseek_yarn:
+      // mscale(F, 0) = 1: an absent mscale_all_dim leaves the numerator alone, as in DeepSeek's reference.
+      magnitude = s.attention_factor ? *s.attention_factor
+                                     : math::yarn_mscale(s.factor, s.mscale) / math::yarn_mscale(s.factor, s.mscale_all_dim);
+      logit_scale = math::yarn_mscale(s.factor, s.mscale_all_dim) * math::yarn_mscale(s.factor, s.mscale_all_dim);
+      break;
+    case rope_scaling_type::longrope:
+      magnitude = s.attention_factor ? *s.attention_factor : math::longrope_attention_factor(s.factor, m);
+      break;
+    default: break;
+  }
+
+  bool use_long = false;
+  if (s.type == rope_scaling_type::longrope) {
+    switch (s.long_policy) {
+      case longrope_policy::per_length: use_long = static_cast<double>(seq_len) > m; break;
+      case longrope_policy::past_original: use_long = static_cast<double>(seq_len) > m + 1.0; break;
+      case longrope_policy::always_short: use_long = false; break;
+      case longrope_policy::always_long: use_long = true; break;
+    }
+  }
+  math::yarn_range range{0.0, 1.0};
+  if (is_yarn) range = math::yarn_correction_range(s.beta_fast, s.beta_slow, r, base, m, s.truncate);
+
+  const auto freq = [&](index_t i) {
+    double f = math::inv_freq(base, i, r);
+    switch (s.type) {
+      case rope_scaling_type::linear: f /= s.factor; break;
+      case rope_scaling_type::yarn:
+      case rope_scaling_type::deepseek_yarn: f = math::yarn_inv_freq(f, s.factor, i, range); break;
+      case rope_scaling_type::llama3:
+        f = math::llama3_inv_freq(f, s.factor, s.low_freq_factor, s.high_freq_factor, m);
+        break;
+      case rope_scaling_type::longrope: f /= (use_long ? s.long_factor : s.short_factor)[static_cast<std::size_t>(i)]; break;
+      default: break;
+    }
+    if (!cfg.freq_factors.empty()) f /= cfg.freq_factors[static_cast<std::size_t>(i)];
+    return f;
+  };
+  // Checked before `out` is touched (a denormal divisor can overflow a frequency), so a rejected config
+  // leaves `out` as it was; the second pass then reuses out's storage.
+  for (index_t i = 0; i < pairs; ++i)
+    if (!std::isfinite(freq(i))) throw_invalid_argument(fn, "frequency of pair ", i, "=", freq(i), " is not finite");
+  if (!std::isfinite(magnitude)) throw_invalid_argument(fn, "magnitude=", magnitude, " is not finite");
+  if (!std::isfinite(logit_scale)) throw_invalid_argument(fn, "logit_scale=", logit_scale, " is not finite");
+  std::vector<double> w = std::move(out.inv_freq_);
+  w.resize(static_cast<std::size_t>(pairs));
+  for (index_t i = 0; i < pairs; ++i) w[static_cast<std::size_t>(i)] = freq(i);
+  out.assign(d, std::move(w), cfg.style, cfg.rotary_offset, magnitude, logit_scale);
+}
+
+/// The plan of `cfg` for sequences of length `seq_len` (see the overload that fills an existing plan).
+///
+/// **Example**
+/// ```
+/// posenc::rope_config cfg;                       // Llama 3.1 8B
+/// cfg.head_dim = 128;
+/// cfg.base = 500000.0;
+/// cfg.scaling = posenc::rope_scaling::llama3(8.0, 1.0, 4.0, 8192);
+/// const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+/// ```
+inline rope_plan make_rope_plan(const rope_config& cfg, index_t seq_len = 0) {
+  rope_plan p;
+  make_rope_plan(cfg, seq_len, p);
+  return p;
+}
+
+POSENC_END_NAMESPACE

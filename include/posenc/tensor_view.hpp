@@ -1,0 +1,190 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// strided_view: a non-owning pointer + extents + strides over caller memory (the subset of std::mdspan with
+// layout_stride that kernels need), and the adapters from Eigen::Tensor / Eigen::TensorMap.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/throw.hpp"
+
+POSENC_BEGIN_NAMESPACE
+
+using index_t = std::int64_t;
+
+/// A view of `Rank` dimensions over memory the caller owns. Strides are in elements, not bytes, and may be
+/// anything >= 0, so q and k inside one fused QKV buffer, a KV-cache slice or a column-major Eigen tensor are
+/// all expressible without a copy.
+///
+/// **Example**
+/// ```
+/// // q and k of a fused [N, L, (Hq + 2*Hk) * D] buffer, in place:
+/// const index_t row = (Hq + 2 * Hk) * D;
+/// posenc::strided_view<float, 4> q(qkv, {N, L, Hq, D}, {L * row, row, D, 1});
+/// posenc::strided_view<float, 4> k(qkv + Hq * D, {N, L, Hk, D}, {L * row, row, D, 1});
+/// ```
+template <class T, std::size_t Rank>
+class strided_view {
+ public:
+  using element_type = T;
+  using index_type = index_t;
+  using extents_type = std::array<index_t, Rank>;
+  static constexpr std::size_t rank = Rank;
+
+  strided_view() = default;
+
+  /// Contiguous row-major (the last dimension is the fastest).
+  strided_view(T* data, const extents_type& extents) : data_(data), extents_(extents) {
+    index_t s = 1;
+    for (std::size_t d = Rank; d-- > 0;) {
+      strides_[d] = s;
+      s *= extents[d];
+    }
+  }
+
+  strided_view(T* data, const extents_type& extents, const extents_type& strides)
+      : data_(data), extents_(extents), strides_(strides) {}
+
+  /// Views of T convert to views of const T.
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  strided_view(const strided_view<U, Rank>& other)  // NOLINT(google-explicit-constructor)
+      : data_(other.data()), extents_(other.extents()), strides_(other.strides()) {}
+
+  T* data() const { return data_; }
+  const extents_type& extents() const { return extents_; }
+  const extents_type& strides() const { return strides_; }
+  index_t extent(std::size_t d) const { return extents_[d]; }
+  index_t stride(std::size_t d) const { return strides_[d]; }
+
+  /// Number of elements.
+  index_t size() const {
+    index_t n = 1;
+    for (index_t e : extents_) n *= e;
+    return n;
+  }
+  bool empty() const { return size() == 0; }
+
+  /// Elements from data() to one past the last addressed element (std::mdspan's required_span_size).
+  index_t required_span_size() const {
+    if (empty()) return 0;
+    index_t span = 1;
+    for (std::size_t d = 0; d < Rank; ++d) span += (extents_[d] - 1) * strides_[d];
+    return span;
+  }
+
+  template <class... I>
+  T& operator()(I... i) const {
+    static_assert(sizeof...(I) == Rank, "posenc::strided_view: wrong number of indices");
+    const index_t idx[] = {static_cast<index_t>(i)...};
+    index_t off = 0;
+    for (std::size_t d = 0; d < Rank; ++d) off += idx[d] * strides_[d];
+    return data_[off];
+  }
+
+ private:
+  T* data_ = nullptr;
+  extents_type extents_{};
+  extents_type strides_{};
+};
+
+/// Layouts a tensor of rank 2..4 can have; kernels work on (N, L, H, D) and every other layout is a
+/// permutation of strides (or a unit dimension), never a copy.
+enum class layout {
+  nlhd,  ///< (batch, sequence, heads, head dim): the default
+  nhld,  ///< (batch, heads, sequence, head dim): PyTorch's transposed attention layout
+  lhd,   ///< (sequence, heads, head dim)
+  nld,   ///< (batch, sequence, dim): one head (torchscale's xPos input)
+  ld,    ///< (sequence, dim)
+};
+
+namespace detail {
+
+template <class T>
+struct eigen_tensor_traits : std::false_type {};
+
+template <class Scalar, int Rank, int Options, class Index>
+struct eigen_tensor_traits<Eigen::Tensor<Scalar, Rank, Options, Index>> : std::true_type {
+  using scalar = Scalar;
+  static constexpr int rank = Rank;
+  static constexpr bool row_major = (Options & Eigen::RowMajor) != 0;
+};
+template <class Scalar, int Rank, int Options, class Index>
+struct eigen_tensor_traits<const Eigen::Tensor<Scalar, Rank, Options, Index>>
+    : eigen_tensor_traits<Eigen::Tensor<Scalar, Rank, Options, Index>> {
+  using scalar = const Scalar;
+};
+template <class Plain, int MapOptions, template <class> class MakePointer>
+struct eigen_tensor_traits<Eigen::TensorMap<Plain, MapOptions, MakePointer>> : eigen_tensor_traits<Plain> {};
+
+template <class T>
+inline constexpr bool is_eigen_tensor_v = eigen_tensor_traits<std::remove_cv_t<std::remove_reference_t<T>>>::value;
+
+template <class T>
+struct is_strided_view : std::false_type {};
+template <class T, std::size_t R>
+struct is_strided_view<strided_view<T, R>> : std::true_type {};
+
+}  // namespace detail
+
+/// The strided view of an Eigen::Tensor or Eigen::TensorMap (row- or column-major): same memory, same
+/// index order. A const Tensor (or a TensorMap of a const Tensor) gives a view of const elements.
+template <class Tensor, class = std::enable_if_t<detail::is_eigen_tensor_v<Tensor>>>
+auto as_view(Tensor&& t) {
+  using traits = detail::eigen_tensor_traits<std::remove_cv_t<std::remove_reference_t<Tensor>>>;
+  using elem = std::remove_pointer_t<decltype(t.data())>;
+  constexpr std::size_t rank = static_cast<std::size_t>(traits::rank);
+  std::array<index_t, rank> ext{};
+  std::array<index_t, rank> str{};
+  index_t s = 1;
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::size_t d = traits::row_major ? rank - 1 - k : k;
+    ext[d] = static_cast<index_t>(t.dimension(static_cast<Eigen::Index>(d)));
+    str[d] = s;
+    s *= ext[d];
+  }
+  return strided_view<elem, rank>(t.data(), ext, str);
+}
+
+template <class T, std::size_t R>
+strided_view<T, R> as_view(const strided_view<T, R>& v) {
+  return v;
+}
+
+/// The (N, L, H, D) view of a rank-2..4 view or Eigen tensor in the given layout; no copy. Rank 4 defaults
+/// to NLHD and rank 2 to LD; rank 3 is ambiguous (LHD or NLD) and must be named.
+template <class X>
+auto as_nlhd(X&& x, layout from) {
+  auto v = as_view(x);
+  using V = decltype(v);
+  using T = typename V::element_type;
+  constexpr std::size_t R = V::rank;
+  static_assert(R >= 2 && R <= 4, "posenc::as_nlhd: tensors of rank 2, 3 or 4");
+  const auto& e = v.extents();
+  const auto& s = v.strides();
+  using A = std::array<index_t, 4>;
+  if constexpr (R == 4) {
+    if (from == layout::nlhd) return v;
+    if (from == layout::nhld) return strided_view<T, 4>(v.data(), A{e[0], e[2], e[1], e[3]}, A{s[0], s[2], s[1], s[3]});
+  } else if constexpr (R == 3) {
+    if (from == layout::lhd) return strided_view<T, 4>(v.data(), A{1, e[0], e[1], e[2]}, A{0, s[0], s[1], s[2]});
+    if (from == layout::nld) return strided_view<T, 4>(v.data(), A{e[0], e[1], 1, e[2]}, A{s[0], s[1], 0, s[2]});
+  } else {
+    if (from == layout::ld) return strided_view<T, 4>(v.data(), A{1, e[0], 1, e[1]}, A{0, s[0], 0, s[1]});
+  }
+  detail::throw_invalid_argument("as_nlhd", "layout=", static_cast<int>(from), " does not fit a tensor of rank ", R);
+}
+
+template <class X>
+auto as_nlhd(X&& x) {
+  using V = decltype(as_view(x));
+  static_assert(V::rank != 3, "posenc::as_nlhd: a rank-3 tensor needs its layout (layout::lhd or layout::nld)");
+  return as_nlhd(std::forward<X>(x), V::rank == 4 ? layout::nlhd : layout::ld);
+}
+
+POSENC_END_NAMESPACE

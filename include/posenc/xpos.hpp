@@ -1,0 +1,174 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// xPos (Sun et al. 2022, "A Length-Extrapolatable Transformer"; reference: torchscale
+// xpos_relative_position.py): RoPE whose pair i is also scaled by zeta_i^((p - C)/scale_base) for queries and
+// by its reciprocal for keys, so q.k decays with the distance m - n.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/kernels/rope_kernel.hpp"
+#include "posenc/detail/math/inv_freq.hpp"
+#include "posenc/detail/math/xpos_scale.hpp"
+#include "posenc/detail/throw.hpp"
+#include "posenc/positions.hpp"
+#include "posenc/rope.hpp"
+#include "posenc/rope_scaling.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+
+struct xpos_config {
+  index_t head_dim = 0;     ///< D, even: every feature rotates (torchscale)
+  double scale_base = 512;  ///< torchscale default
+  double gamma = 0.4;       ///< zeta_i = (2i/D + gamma)/(1 + gamma)
+  double base = 10000;      ///< rotary base, w_i = base^(-2i/D)
+  rope_style style = rope_style::interleaved;  ///< torchscale rotates every two (interleaved)
+};
+
+/// Queries are scaled up by zeta^((p-C)/scale_base), keys down (torchscale `downscale=True`).
+enum class xpos_mode { upscale, downscale };
+
+/// Frequencies and ln zeta of one xPos configuration, validated once.
+class xpos_plan {
+ public:
+  /// Throws argument_error unless head_dim is even and > 0, scale_base and base are finite with
+  /// scale_base > 0 and base > 1, and gamma is finite and > 0.
+  explicit xpos_plan(const xpos_config& cfg) : cfg_(cfg) {
+    constexpr const char* fn = "xpos_plan";
+    if (cfg.head_dim <= 0 || cfg.head_dim % 2 != 0)
+      detail::throw_invalid_argument(fn, "head_dim=", cfg.head_dim, " must be even and > 0");
+    if (!(std::isfinite(cfg.scale_base) && cfg.scale_base > 0.0))
+      detail::throw_invalid_argument(fn, "scale_base=", cfg.scale_base, " must be finite and > 0");
+    if (!(std::isfinite(cfg.gamma) && cfg.gamma > 0.0))
+      detail::throw_invalid_argument(fn, "gamma=", cfg.gamma, " must be finite and > 0");
+    if (!(std::isfinite(cfg.base) && cfg.base > 1.0))
+      detail::throw_invalid_argument(fn, "base=", cfg.base, " must be finite and > 1");
+    const index_t pairs = cfg.head_dim / 2;
+    inv_freq_.resize(static_cast<std::size_t>(pairs));
+    log_zeta_.resize(static_cast<std::size_t>(pairs));
+    for (index_t i = 0; i < pairs; ++i) {
+      inv_freq_[static_cast<std::size_t>(i)] = detail::math::inv_freq(cfg.base, i, cfg.head_dim);
+      log_zeta_[static_cast<std::size_t>(i)] = std::log(detail::math::xpos_zeta(i, cfg.head_dim, cfg.gamma));
+    }
+  }
+
+  const xpos_config& config() const { return cfg_; }
+  index_t head_dim() const { return cfg_.head_dim; }
+  index_t pairs() const { return cfg_.head_dim / 2; }
+  const std::vector<double>& inv_freq() const { return inv_freq_; }
+  /// ln zeta_i, i = 0 .. D/2-1 (all < 0 for gamma > 0, so the scale decays away from the centre for queries).
+  const std::vector<double>& log_zeta() const { return log_zeta_; }
+
+  /// The largest |p - C| for which every pair's scale and its reciprocal stay inside T's normal range:
+  /// scale_base * min(ln max(T), -ln min(T)) / ln(1/zeta_0); zeta_0 = gamma/(1+gamma) decays fastest. For the
+  /// defaults (gamma 0.4, scale_base 512): float and bfloat16 35,694 positions, Eigen::half 3,966, double
+  /// 289,519. posenc forms the scale in double relative to C, so inside that range nothing over- or
+  /// underflows; past it a scaled value leaves T's range only where the true value does.
+  template <class T>
+  double max_safe_distance() const {
+    const double lmax = std::log(static_cast<double>(std::numeric_limits<T>::max()));
+    const double lmin = -std::log(static_cast<double>(std::numeric_limits<T>::min()));
+    const double l = lmax < lmin ? lmax : lmin;
+    return cfg_.scale_base * l / -log_zeta_.front();
+  }
+
+ private:
+  xpos_config cfg_;
+  std::vector<double> inv_freq_;
+  std::vector<double> log_zeta_;
+};
+
+/// torchscale's centre for a call on L tokens after P0 cached ones: ceil((L + P0)/2) (its min_pos is
+/// -(L + P0)//2). A KV cache must keep one centre for all its entries; pass that instead.
+inline index_t xpos_default_center(index_t length, index_t offset) { return (length + offset + 1) / 2; }
+
+namespace detail {
+
+/// cos/sin of each pair times its xPos scale exp(+-ln zeta_i * (p - C)/scale_base), all in double.
+struct xpos_source {
+  const double* inv_freq;
+  const double* log_zeta;
+  index_t center;
+  double scale_base;
+  double sign;
+
+  void fill(index_t p, index_t begin, index_t end, double* buf_cos, double* buf_sin, const double*& cos,
+            const double*& sin) const {
+    for (index_t i = begin; i < end; ++i) {
+      const double theta = math::angle(p, inv_freq[i]);
+      const double s = std::exp(sign * math::xpos_log_scale(log_zeta[i], p, center, scale_base));
+      buf_cos[i - begin] = s * std::cos(theta);
+      buf_sin[i - begin] = s * std::sin(theta);
+    }
+    cos = buf_cos;
+    sin = buf_sin;
+  }
+};
+
+template <class T, std::size_t K>
+void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, index_t center,
+                const std::array<xpos_mode, K>& modes, double direction, const std::array<rope_target<T>, K>& targets,
+                const std::array<const char*, 2 * K>& names) {
+  if (center < 0) throw_invalid_argument(fn, "center=", center, " must be >= 0");
+  // The plan stands in for an equivalent rope_plan for the shape checks.
+  for (std::size_t k = 0; k < K; ++k) {
+    check_target(fn, names[2 * k], names[2 * k + 1], rope_plan(plan.head_dim(), plan.inv_freq(), plan.config().style), targets[k]);
+    if (k > 0 && (targets[k].in.extent(0) != targets[0].in.extent(0) || targets[k].in.extent(1) != targets[0].in.extent(1)))
+      throw_invalid_argument(fn, names[2 * k], " (N, L) does not match ", names[0]);
+  }
+  if (validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)) < 0) return;
+  for (std::size_t k = 0; k < K; ++k) {
+    const xpos_source src{plan.inv_freq().data(), plan.log_zeta().data(), center, plan.config().scale_base,
+                          modes[k] == xpos_mode::upscale ? 1.0 : -1.0};
+    // Double arithmetic: the scale may exceed float's range where the scaled value does not.
+    rope_apply<simd::scalar, double, double>(src, pos, plan.config().style, 0, plan.pairs(), direction,
+                                             std::array<rope_target<T>, 1>{targets[k]});
+  }
+}
+
+}  // namespace detail
+
+/// xPos in place: pair i turns by p*w_i and is multiplied by zeta_i^((p - C)/scale_base) (upscale, queries)
+/// or its reciprocal (downscale, keys). torchscale `XPOS.forward(x, offset, downscale)` is
+/// `apply_xpos(plan, as_nlhd(x, layout::nld), positions::offset(offset), xpos_default_center(L, offset), mode)`.
+/// Throws argument_error, writing nothing, on a head-dim mismatch, a negative position or centre.
+template <class X>
+void apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t center, xpos_mode mode) {
+  const auto t = detail::make_target(x, x);
+  detail::xpos_entry("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
+                     std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+}
+
+/// xPos out of place (`out` must not overlap `in`).
+template <class X, class Y>
+void apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, index_t center, xpos_mode mode) {
+  const auto t = detail::make_target(in, out);
+  detail::xpos_entry("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
+                     std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+}
+
+/// Queries upscaled and keys downscaled in one call, in place, around one centre: <q_m, k_n> then depends
+/// on m - n only (the centre cancels).
+template <class Q, class K>
+void apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) {
+  const auto tq = detail::make_target(q, q);
+  const auto tk = detail::make_target(k, k);
+  static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_xpos_qk: q and k have one element type");
+  detail::xpos_entry("apply_xpos_qk", plan, pos, center, std::array<xpos_mode, 2>{xpos_mode::upscale, xpos_mode::downscale},
+                     1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
+}
+
+/// Backward pass (transpose): rotation by -p*w_i with the same per-pair scale as the forward `mode`.
+template <class X>
+void apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center, xpos_mode mode) {
+  const auto t = detail::make_target(grad, grad);
+  detail::xpos_entry("apply_xpos_backward", plan, pos, center, std::array<xpos_mode, 1>{mode}, -1.0,
+                     std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+}
+
+POSENC_END_NAMESPACE

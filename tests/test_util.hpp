@@ -1,0 +1,165 @@
+// Shared helpers of the posenc tests: golden cases to posenc configs, tolerances per dtype.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <posenc/posenc.hpp>
+
+#include "golden.hpp"
+
+namespace posenc_test {
+
+/// Storage types under test, with names for test output.
+template <class T>
+struct dtype_info;
+template <>
+struct dtype_info<float> {
+  static constexpr const char* name = "float";
+  static constexpr int mantissa = 23;
+};
+template <>
+struct dtype_info<double> {
+  static constexpr const char* name = "double";
+  static constexpr int mantissa = 52;
+};
+template <>
+struct dtype_info<Eigen::half> {
+  static constexpr const char* name = "half";
+  static constexpr int mantissa = 10;
+};
+template <>
+struct dtype_info<Eigen::bfloat16> {
+  static constexpr const char* name = "bfloat16";
+  static constexpr int mantissa = 7;
+};
+
+/// Stated tolerances (issue #2): float and the kernels' float arithmetic within 2e-6 absolute for unit-scale
+/// inputs; double within 1e-12; half and bfloat16 within one rounding of the float result (half an ulp of T
+/// at the expected value) plus the float error.
+template <class T>
+double tolerance(double expected) {
+  if constexpr (std::is_same_v<T, double>) {
+    return 1e-12 * std::max(1.0, std::fabs(expected));
+  } else {
+    double tol = 2e-6 * std::max(1.0, std::fabs(expected));
+    if constexpr (dtype_info<T>::mantissa < 23) {
+      int e = 0;
+      std::frexp(expected, &e);  // |expected| in [2^(e-1), 2^e)
+      tol += std::ldexp(0.5, e - 1 - dtype_info<T>::mantissa);
+    }
+    return tol;
+  }
+}
+
+template <class T>
+std::vector<T> to_storage(const golden_array& a) {
+  std::vector<T> v(a.values.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(static_cast<float>(a.values[i]));
+  if constexpr (std::is_same_v<T, double>)
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = a.values[i];
+  return v;
+}
+
+template <class T>
+double as_double(T v) {
+  return static_cast<double>(static_cast<float>(v));
+}
+inline double as_double(double v) { return v; }
+
+inline posenc::rope_style style_of(const golden_case& c) {
+  return c.str("style") == "interleaved" ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+}
+
+/// The rope_config a golden RoPE case describes.
+inline posenc::rope_config rope_config_of(const golden_case& c) {
+  posenc::rope_config cfg;
+  cfg.head_dim = c.integer("head_dim");
+  cfg.rotary_dim = c.integer("rotary_dim");
+  cfg.rotary_offset = c.integer("rotary_offset");
+  cfg.base = c.num("base");
+  cfg.style = style_of(c);
+  const std::string scaling = c.has("scaling") ? c.str("scaling") : "none";
+  auto& s = cfg.scaling;
+  if (scaling == "linear") {
+    s = posenc::rope_scaling::linear(c.num("factor"));
+  } else if (scaling == "ntk") {
+    s = posenc::rope_scaling::ntk(c.num("base_rescale_factor"));
+  } else if (scaling == "dynamic_ntk") {
+    s = posenc::rope_scaling::dynamic_ntk(c.num("factor"), c.integer("original_max_positions"),
+                                          c.str("policy") == "hf" ? posenc::dynamic_ntk_policy::per_length
+                                                                  : posenc::dynamic_ntk_policy::fixed_at_max);
+  } else if (scaling == "yarn" || scaling == "deepseek_yarn") {
+    if (scaling == "yarn") {
+      s = posenc::rope_scaling::yarn(c.num("factor"), c.integer("original_max_positions"), c.num("beta_fast"),
+                                     c.num("beta_slow"));
+      s.mscale = c.num("mscale");
+      s.mscale_all_dim = c.num("mscale_all_dim");
+    } else {
+      s = posenc::rope_scaling::deepseek_yarn(c.num("factor"), c.integer("original_max_positions"), c.num("mscale"),
+                                              c.num("mscale_all_dim"), c.num("beta_fast"), c.num("beta_slow"));
+    }
+    s.truncate = c.integer("truncate") != 0;
+    if (c.has("attention_factor")) s.attention_factor = c.num("attention_factor");
+  } else if (scaling == "llama3") {
+    s = posenc::rope_scaling::llama3(c.num("factor"), c.num("low_freq_factor"), c.num("high_freq_factor"),
+                                     c.integer("original_max_positions"));
+  } else if (scaling == "longrope") {
+    s = posenc::rope_scaling::longrope(c.array("short_factor").values, c.array("long_factor").values,
+                                       c.integer("original_max_positions"), c.num("factor"));
+  } else if (scaling == "freq_factors") {
+    cfg.freq_factors = c.array("freq_factors").values;
+  } else if (scaling != "none") {
+    ADD_FAILURE() << c.name << ": unknown scaling " << scaling;
+  }
+  return cfg;
+}
+
+/// The positions of a golden RoPE case in the form it names; backing arrays live in the case.
+inline posenc::positions positions_of(const golden_case& c) {
+  const std::string form = c.str("pos_form");
+  const auto& pos = c.array("positions");
+  if (form == "offset") return posenc::positions::offset(c.integer("offset"));
+  if (form == "per_sequence") {
+    const auto& so = c.array("seq_offsets");
+    return posenc::positions::per_sequence(so.ivalues.data(), static_cast<posenc::index_t>(so.ivalues.size()));
+  }
+  return posenc::positions::per_token(pos.ivalues.data(), pos.shape[0], pos.shape[1]);
+}
+
+inline std::int64_t max_position(const golden_case& c) {
+  std::int64_t m = -1;
+  for (auto v : c.array("positions").ivalues) m = std::max<std::int64_t>(m, v);
+  return m;
+}
+
+/// Bound of |theta_double - theta| for the case's positions (w <= 1): (max position + 1) * 2^-52 * 1.5.
+inline double angle_error_bound(const golden_case& c) {
+  return 1.5 * std::ldexp(static_cast<double>(max_position(c) + 1), -52);
+}
+
+/// Max |got - expected| over all elements, failing (at most 3 reports) where it passes the tolerance of
+/// `Tol` (the storage type, or float where a float cos/sin table bounds the accuracy of double storage).
+/// `angle_err` adds the bound of the angle itself: theta = p*w in double is exact to p*w*2^-52, which at
+/// p = 2^20 is ~2e-10 rad (and the output moves by at most that times |x| <= 1).
+template <class T, class Tol = T>
+double expect_close(const std::vector<T>& got, const golden_array& expected, const std::string& what,
+                    double angle_err = 0.0) {
+  EXPECT_EQ(got.size(), expected.values.size()) << what;
+  double max_err = 0.0;
+  int reported = 0;
+  for (std::size_t i = 0; i < got.size() && i < expected.values.size(); ++i) {
+    const double e = expected.values[i];
+    const double err = std::fabs(as_double(got[i]) - e);
+    max_err = std::max(max_err, err);
+    if (!(err <= tolerance<Tol>(e) + angle_err) && reported++ < 3)
+      ADD_FAILURE() << what << " [" << dtype_info<T>::name << "] element " << i << ": got " << as_double(got[i])
+                    << " expected " << e << " (error " << err << ", tolerance " << tolerance<Tol>(e) << ")";
+  }
+  return max_err;
+}
+
+}  // namespace posenc_test
