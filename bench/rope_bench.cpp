@@ -1,0 +1,47 @@
+// RoPE throughput and latency: the cache-free plan path and the cos/sin cache, both styles, against the
+// same-run memory baseline. Shapes: decode (1 token, 32 heads x 128: latency-bound, read ns/call), prefill
+// (512 tokens), and a batch of 4 x 2048 tokens with 8 KV heads (32 MiB, larger than the caches).
+#include <random>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <posenc/posenc.hpp>
+
+#include "baseline.hpp"
+
+namespace {
+
+template <posenc::rope_style Style, bool UseCache>
+void BM_Rope(benchmark::State& state) {
+  const posenc::index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
+  posenc::rope_config cfg;
+  cfg.head_dim = d;
+  cfg.base = 500000.0;
+  cfg.style = Style;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+  const posenc::rope_cache<float> cache(plan, l + 4096);
+  std::vector<float> x(static_cast<std::size_t>(n * l * h * d));
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : x) v = u(gen);
+  posenc::strided_view<float, 4> view(x.data(), {n, l, h, d});
+  const auto pos = posenc::positions::offset(4096);  // decode-like positions past a prompt
+  const posenc_bench::loop_timer timer;
+  for (auto _ : state) {
+    if constexpr (UseCache) posenc::apply_rope(cache, view, pos);
+    else posenc::apply_rope(plan, view, pos);
+    benchmark::ClobberMemory();
+  }
+  posenc_bench::report_bytes(state, x.size(), sizeof(float), timer.seconds());
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "L", "H", "D"})->Args({1, 1, 32, 128})->Args({1, 512, 32, 128})->Args({4, 2048, 8, 128});
+}
+
+}  // namespace
+
+BENCHMARK(BM_Rope<posenc::rope_style::half_split, false>)->Name("BM_RopeHalfSplitPlan/scalar")->Apply(shapes);
+BENCHMARK(BM_Rope<posenc::rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache/scalar")->Apply(shapes);
+BENCHMARK(BM_Rope<posenc::rope_style::interleaved, false>)->Name("BM_RopeInterleavedPlan/scalar")->Apply(shapes);
+BENCHMARK(BM_Rope<posenc::rope_style::interleaved, true>)->Name("BM_RopeInterleavedCache/scalar")->Apply(shapes);
