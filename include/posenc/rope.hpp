@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/detail/check.hpp"
 #include "posenc/detail/kernels/rope_kernel.hpp"
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
@@ -82,33 +83,6 @@ inline const rope_plan& plan_of(const rope_plan& p) { return p; }
 template <class C>
 const rope_plan& plan_of(const rope_cache<C>& c) {
   return c.plan();
-}
-
-template <class T, std::size_t R>
-void check_view(const char* fn, const char* name, const strided_view<T, R>& v, bool output) {
-  for (std::size_t d = 0; d < R; ++d) {
-    if (v.extent(d) < 0) throw_invalid_argument(fn, name, ".extent(", d, ")=", v.extent(d), " must be >= 0");
-    if (v.stride(d) < 0) throw_invalid_argument(fn, name, ".stride(", d, ")=", v.stride(d), " must be >= 0");
-    if (output && v.stride(d) == 0 && v.extent(d) > 1)
-      throw_invalid_argument(fn, name, ".stride(", d, ")=0 with extent ", v.extent(d), " writes one element several times");
-  }
-  if (!v.empty() && v.data() == nullptr) throw_invalid_argument(fn, name, " is null");
-}
-
-template <class T, class U, std::size_t R>
-bool same_view(const strided_view<T, R>& a, const strided_view<U, R>& b) {
-  return static_cast<const void*>(a.data()) == static_cast<const void*>(b.data()) && a.extents() == b.extents() &&
-         a.strides() == b.strides();
-}
-
-template <class T, class U, std::size_t R>
-bool spans_overlap(const strided_view<T, R>& a, const strided_view<U, R>& b) {
-  if (a.empty() || b.empty()) return false;
-  const auto* a0 = reinterpret_cast<const char*>(a.data());
-  const auto* b0 = reinterpret_cast<const char*>(b.data());
-  const auto* a1 = a0 + a.required_span_size() * static_cast<index_t>(sizeof(T));
-  const auto* b1 = b0 + b.required_span_size() * static_cast<index_t>(sizeof(U));
-  return a0 < b1 && b0 < a1;
 }
 
 /// Validates an input/output pair against the plan; in place (the same view) or disjoint spans only.
