@@ -21,6 +21,9 @@ struct rope_param {
   std::string name;
 };
 
+// Names the case in test output instead of a byte dump.
+void PrintTo(const rope_param& p, std::ostream* os) { *os << p.file << ":" << p.name; }
+
 std::vector<rope_param> all_rope_cases() {
   std::vector<rope_param> out;
   for (const char* f : {"rope_basic.txt", "rope_scaling.txt", "rope_long.txt"})
@@ -100,15 +103,7 @@ TEST_P(RopeGolden, AllDtypesAndPaths) {
 
 INSTANTIATE_TEST_SUITE_P(Golden, RopeGolden, ::testing::ValuesIn(all_rope_cases()),
                          [](const ::testing::TestParamInfo<rope_param>& p) {
-                           std::string n = p.param.file.substr(0, p.param.file.find('.')) + "_" + p.param.name;
-                           std::string out;
-                           bool up = true;
-                           for (char ch : n) {
-                             if (ch == '_') { up = true; continue; }
-                             out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
-                             up = false;
-                           }
-                           return out;
+                           return camel(p.param.file.substr(0, p.param.file.find('.')) + "_" + p.param.name);
                          });
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Shared helpers of the posenc tests: golden cases to posenc configs, tolerances per dtype.
 #pragma once
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -12,6 +13,21 @@
 #include "golden.hpp"
 
 namespace posenc_test {
+
+/// "half_split_full" -> "HalfSplitFull": GoogleTest parameter names without underscores.
+inline std::string camel(const std::string& s) {
+  std::string out;
+  bool up = true;
+  for (char ch : s) {
+    if (ch == '_' || ch == '.' || ch == '-') {
+      up = true;
+      continue;
+    }
+    out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
+    up = false;
+  }
+  return out;
+}
 
 /// Storage types under test, with names for test output.
 template <class T>
@@ -139,6 +155,13 @@ inline std::int64_t max_position(const golden_case& c) {
 /// Bound of |theta_double - theta| for the case's positions (w <= 1): (max position + 1) * 2^-52 * 1.5.
 inline double angle_error_bound(const golden_case& c) {
   return 1.5 * std::ldexp(static_cast<double>(max_position(c) + 1), -52);
+}
+
+/// Angle bound for cases whose `positions` may have any shape.
+inline double angle_error_bound_max(const golden_case& c) {
+  std::int64_t m = 0;
+  for (auto v : c.array("positions").ivalues) m = std::max<std::int64_t>(m, v);
+  return 1.5 * std::ldexp(static_cast<double>(m + 1), -52);
 }
 
 /// Max |got - expected| over all elements, failing (at most 3 reports) where it passes the tolerance of

@@ -5,8 +5,10 @@
 
 #include "posenc/config.hpp"       // IWYU pragma: export
 #include "posenc/error.hpp"        // IWYU pragma: export
+#include "posenc/mrope.hpp"        // IWYU pragma: export
 #include "posenc/positions.hpp"    // IWYU pragma: export
 #include "posenc/rope.hpp"         // IWYU pragma: export
+#include "posenc/rope_ops.hpp"     // IWYU pragma: export
 #include "posenc/rope_scaling.hpp" // IWYU pragma: export
 #include "posenc/tensor_view.hpp"  // IWYU pragma: export
 #include "posenc/version.hpp"      // IWYU pragma: export

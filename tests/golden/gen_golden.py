@@ -28,6 +28,12 @@ Sources of the formulas, per file:
   rope_long.txt     as rope_basic / llama3 above, positions up to 2^20 (base 500000).
   xpos.txt          torchscale torchscale/component/xpos_relative_position.py (XPOS, fixed_pos_embedding,
                     apply_rotary_pos_emb), Sun et al. 2022 "A Length-Extrapolatable Transformer".
+  mrope.txt         Qwen2-VL multimodal RoPE (HF modeling_qwen2_vl.py apply_multimodal_rotary_pos_emb: the
+                    half-split pairs take their position from axis t, h, w by chunks of mrope_section),
+                    Qwen3-VL interleaved sections (HF modeling_qwen3_vl.py apply_interleaved_mrope: pair i
+                    takes h if i % 3 == 1 and i < 3*H, w if i % 3 == 2 and i < 3*W, else t), Qwen2-VL vision
+                    2D RoPE (VisionRotaryEmbedding(head_dim/2): frequency index restarts in each section,
+                    w_j = base^(-j/size)).
   compat.txt        zeta (kyegomez/zeta, zeta/nn/embeddings/rope.py, after lucidrains' rotary-embedding)
                     RotaryEmbedding.forward; torchscale fixed_pos_embedding / apply_rotary_pos_emb;
                     tiny-llm (skyzh/tiny-llm) RoPE(dims, seq_len, base, traditional).
@@ -545,9 +551,88 @@ def gen_compat():
         'apply_rotary_pos_emb, tiny-llm RoPE.'], cases)
 
 
+# ------------------------------------------------------------------------------------------------- MRoPE
+
+def mrope_axis(sections, layout):
+    T, H, W = sections
+    axes = []
+    for i in range(T + H + W):
+        if layout == 'chunked':
+            axes.append(0 if i < T else (1 if i < T + H else 2))
+        elif i % 3 == 1 and i < 3 * H:
+            axes.append(1)
+        elif i % 3 == 2 and i < 3 * W:
+            axes.append(2)
+        else:
+            axes.append(0)
+    return axes
+
+
+def gen_mrope():
+    tag = 'mrope'
+    cases = []
+
+    def add(name, *, D, sections, layout, N=1, L=6, H=2, base=10000, freq_mode='standard', pos=None):
+        R = 2 * sum(sections)
+        rng = rng_for(tag + '/' + name)
+        axes = mrope_axis(sections, layout)
+        if freq_mode == 'standard':
+            inv_freq = default_inv_freq(base, R)
+        else:  # sectioned: the frequency index restarts in each section, exponent over 2*size
+            inv_freq = []
+            for size in sections:
+                inv_freq += [mpf(base) ** (-mpf(j) / size) for j in range(size)]
+        if pos is None:
+            pos = rng.integers(0, 3000, size=(N, 3, L)).tolist()
+            form = 'per_token'
+        else:
+            form = 'shared'
+        x = bf16_inputs(rng, N * L * H * D)
+        y = [mpf(v) for v in x]
+        half = R // 2
+        for n in range(N):
+            p3 = pos if form == 'shared' else pos[n]
+            for l in range(L):
+                for i in range(half):
+                    th = p3[axes[i]][l] * inv_freq[i]
+                    c, sn = mp.cos(th), mp.sin(th)
+                    for h in range(H):
+                        b0 = ((n * L + l) * H + h) * D
+                        a, b = b0 + i, b0 + i + half
+                        xa, xb = mpf(x[a]), mpf(x[b])
+                        y[a] = xa * c - xb * sn
+                        y[b] = xb * c + xa * sn
+        c = Case(name)
+        for k, v in (('style', 'half_split'), ('head_dim', D), ('rotary_dim', R), ('base', base),
+                     ('mrope_layout', layout), ('sections', ','.join(str(v) for v in sections)),
+                     ('freq_mode', freq_mode), ('pos_form', form)):
+            c.param(k, v)
+        c.array('inv_freq', 'f64', [half], inv_freq)
+        c.array('axis', 'i64', [half], axes)
+        if form == 'shared':
+            c.array('positions', 'i64', [3, L], [v for row in pos for v in row])
+        else:
+            c.array('positions', 'i64', [N, 3, L], [v for blk in pos for row in blk for v in row])
+        c.array('x', 'f64', [N, L, H, D], x)
+        c.array('y', 'f64', [N, L, H, D], y)
+        cases.append(c)
+
+    grid = [[0, 1, 2, 2, 2, 2, 8], [0, 1, 2, 2, 3, 3, 8], [0, 1, 2, 3, 2, 3, 8]]
+    grid = [row[:6] for row in grid]
+    add('qwen2vl_chunked', D=16, sections=(2, 3, 3), layout='chunked', pos=grid)
+    add('qwen3vl_interleaved', D=24, sections=(4, 4, 4), layout='interleaved', pos=grid)
+    add('qwen3vl_uneven', D=26, sections=(5, 4, 4), layout='interleaved', pos=grid)
+    add('per_token_chunked', D=16, sections=(2, 3, 3), layout='chunked', N=2, L=4, H=3)
+    add('vision_2d', D=16, sections=(0, 4, 4), layout='chunked', freq_mode='sectioned', pos=grid)
+    write_file('mrope.txt', [
+        'Multimodal RoPE: Qwen2-VL chunked sections, Qwen3-VL interleaved sections, Qwen2-VL vision 2D',
+        '(frequency index restarting per section). half_split pairs, magnitude 1.'], cases)
+
+
 if __name__ == '__main__':
     gen_rope_basic()
     gen_rope_scaling()
     gen_rope_long()
     gen_xpos()
     gen_compat()
+    gen_mrope()

@@ -90,8 +90,10 @@ struct rope_row_kernel<simd::scalar> {
 
 /// Applies the rotation to every target. All targets share N and L (q and k of one batch), their positions
 /// and the window [offset, offset + 2*pairs) of head_dim; validation happened at the public entry.
-template <class Isa, class A, class C, class Source, class T, std::size_t K>
-void rope_apply(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
+/// `Pos::at(n, l)` yields what `Source::fill` takes: one position (RoPE, xPos), a signed delta (K-shift) or one
+/// position per axis (MRoPE).
+template <class Isa, class A, class C, class Source, class Pos, class T, std::size_t K>
+void rope_apply(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs,
                 A sin_sign, const std::array<rope_target<T>, K>& targets) {
   const index_t n_batch = targets[0].in.extent(0);
   const index_t n_len = targets[0].in.extent(1);
@@ -99,7 +101,7 @@ void rope_apply(const Source& src, const positions& pos, rope_style style, index
   C buf_sin[rope_chunk];
   for (index_t n = 0; n < n_batch; ++n) {
     for (index_t l = 0; l < n_len; ++l) {
-      const index_t p = pos.at(n, l);
+      const auto p = pos.at(n, l);
       for (const auto& t : targets) {
         if (static_cast<const void*>(t.in.data()) == static_cast<const void*>(t.out.data())) continue;
         // Out of place: the features outside the rotated window pass through.

@@ -1,0 +1,204 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// Multimodal RoPE: each token has a position on three axes (temporal, height, width) and each rotated pair
+// takes its position from one axis. Qwen2-VL assigns axes by contiguous sections of pairs, Qwen3-VL
+// interleaves them, and Qwen2-VL's vision encoder uses a 2D RoPE whose frequency index restarts per section.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/check.hpp"
+#include "posenc/detail/kernels/rope_kernel.hpp"
+#include "posenc/detail/math/inv_freq.hpp"
+#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/throw.hpp"
+#include "posenc/rope.hpp"
+#include "posenc/rope_scaling.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+
+/// How pairs map to the axes (t, h, w) given sections (T, H, W) with T + H + W = R/2.
+enum class mrope_layout {
+  chunked,      ///< Qwen2-VL: pair i takes t for i < T, h for T <= i < T+H, w after
+  interleaved,  ///< Qwen3-VL: h if i % 3 == 1 and i < 3H, w if i % 3 == 2 and i < 3W, else t
+};
+
+/// The three positions of every token: (N, 3, L) row-major (per_token), or one (3, L) array shared by every
+/// sequence of the batch (shared). Text tokens carry the same value on all three axes. Non-owning.
+class mrope_positions {
+ public:
+  static mrope_positions per_token(const std::int64_t* ids, index_t batch, index_t length) {
+    return mrope_positions(ids, batch, length, 3 * length);
+  }
+  static mrope_positions shared(const std::int64_t* ids, index_t length) { return mrope_positions(ids, -1, length, 0); }
+
+  std::array<index_t, 3> at(index_t n, index_t l) const {
+    const std::int64_t* b = ids_ + n * batch_stride_;
+    return {b[l], b[length_ + l], b[2 * length_ + l]};
+  }
+  const std::int64_t* data() const { return ids_; }
+  index_t batch() const { return batch_; }  ///< -1 when shared
+  index_t length() const { return length_; }
+  index_t batch_stride() const { return batch_stride_; }
+
+ private:
+  mrope_positions(const std::int64_t* ids, index_t batch, index_t length, index_t stride)
+      : ids_(ids), batch_(batch), length_(length), batch_stride_(stride) {}
+  const std::int64_t* ids_;
+  index_t batch_;
+  index_t length_;
+  index_t batch_stride_;
+};
+
+/// A frequency plan plus the axis of every pair.
+class mrope_plan {
+ public:
+  /// Throws argument_error unless the plan is non-empty, the sections are >= 0 and sum to plan.pairs().
+  mrope_plan(rope_plan plan, std::array<index_t, 3> sections, mrope_layout layout)
+      : plan_(std::move(plan)), sections_(sections), layout_(layout) {
+    constexpr const char* fn = "mrope_plan";
+    if (plan_.empty()) detail::throw_invalid_argument(fn, "plan is empty");
+    for (std::size_t a = 0; a < 3; ++a)
+      if (sections[a] < 0) detail::throw_invalid_argument(fn, "sections[", a, "]=", sections[a], " must be >= 0");
+    if (sections[0] + sections[1] + sections[2] != plan_.pairs())
+      detail::throw_invalid_argument(fn, "sections ", sections[0], "+", sections[1], "+", sections[2],
+                                     " must sum to rotary_dim/2=", plan_.pairs());
+    axis_.resize(static_cast<std::size_t>(plan_.pairs()));
+    const index_t t = sections[0], h = sections[1];
+    for (index_t i = 0; i < plan_.pairs(); ++i) {
+      std::uint8_t a = 0;
+      if (layout == mrope_layout::chunked) a = i < t ? 0 : (i < t + h ? 1 : 2);
+      else if (i % 3 == 1 && i < 3 * sections[1]) a = 1;
+      else if (i % 3 == 2 && i < 3 * sections[2]) a = 2;
+      axis_[static_cast<std::size_t>(i)] = a;
+    }
+  }
+
+  const rope_plan& plan() const { return plan_; }
+  const std::array<index_t, 3>& sections() const { return sections_; }
+  mrope_layout layout() const { return layout_; }
+  /// Axis (0 = t, 1 = h, 2 = w) of each pair.
+  const std::vector<std::uint8_t>& axis() const { return axis_; }
+
+ private:
+  rope_plan plan_;
+  std::array<index_t, 3> sections_;
+  mrope_layout layout_;
+  std::vector<std::uint8_t> axis_;
+};
+
+/// Frequencies that restart in every section: pair j of a section of `size` pairs gets base^(-j/size), i.e.
+/// each section is an independent RoPE of rotary dim 2*size (Qwen2-VL VisionRotaryEmbedding(head_dim/2):
+/// sections {0, D/4, D/4} with the chunked layout give its 2D (h, w) RoPE). Throws argument_error on a bad
+/// head_dim/base or sections that do not fit the head.
+inline rope_plan make_sectioned_rope_plan(index_t head_dim, double base, std::array<index_t, 3> sections,
+                                          rope_style style = rope_style::half_split) {
+  constexpr const char* fn = "make_sectioned_rope_plan";
+  if (!(std::isfinite(base) && base > 1.0)) detail::throw_invalid_argument(fn, "base=", base, " must be finite and > 1");
+  index_t pairs = 0;
+  for (std::size_t a = 0; a < 3; ++a) {
+    if (sections[a] < 0) detail::throw_invalid_argument(fn, "sections[", a, "]=", sections[a], " must be >= 0");
+    pairs += sections[a];
+  }
+  if (pairs == 0 || 2 * pairs > head_dim)
+    detail::throw_invalid_argument(fn, "2*sum(sections)=", 2 * pairs, " must be in [2, head_dim=", head_dim, "]");
+  std::vector<double> w;
+  w.reserve(static_cast<std::size_t>(pairs));
+  for (index_t size : sections)
+    for (index_t j = 0; j < size; ++j) w.push_back(detail::math::inv_freq(base, j, 2 * size));
+  return rope_plan(head_dim, std::move(w), style);
+}
+
+namespace detail {
+
+/// cos/sin of pair i at the position of its axis.
+struct mrope_source {
+  const double* inv_freq;
+  const std::uint8_t* axis;
+  double magnitude;
+
+  template <class C>
+  void fill(const std::array<index_t, 3>& p, index_t begin, index_t end, C* buf_cos, C* buf_sin, const C*& cos,
+            const C*& sin) const {
+    for (index_t i = begin; i < end; ++i) {
+      const double theta = math::angle(p[axis[i]], inv_freq[i]);
+      buf_cos[i - begin] = static_cast<C>(magnitude * std::cos(theta));
+      buf_sin[i - begin] = static_cast<C>(magnitude * std::sin(theta));
+    }
+    cos = buf_cos;
+    sin = buf_sin;
+  }
+};
+
+inline void validate_mrope_positions(const char* fn, const mrope_positions& p, index_t n, index_t l) {
+  if (n == 0 || l == 0) return;
+  if (p.data() == nullptr) throw_invalid_argument(fn, "mrope positions are null");
+  if (p.length() != l) throw_invalid_argument(fn, "mrope positions length=", p.length(), " does not match L=", l);
+  if (p.batch() >= 0 && p.batch() != n) throw_invalid_argument(fn, "mrope positions batch=", p.batch(), " does not match N=", n);
+  const index_t rows = p.batch() >= 0 ? n : 1;
+  for (index_t b = 0; b < rows; ++b)
+    for (index_t i = 0; i < 3 * l; ++i) {
+      const index_t v = p.data()[b * p.batch_stride() + i];
+      if (v < 0) throw_invalid_argument(fn, "mrope position[", b, ", ", i / l, ", ", i % l, "]=", v, " must be >= 0");
+    }
+}
+
+template <class T, std::size_t K>
+void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& pos, double sign,
+                 const std::array<rope_target<T>, K>& targets, const std::array<const char*, 2 * K>& names) {
+  check_rope_call(fn, mp.plan(), positions::offset(0), targets, names);
+  validate_mrope_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1));
+  if (targets[0].in.extent(0) == 0 || targets[0].in.extent(1) == 0) return;
+  using A = simd::acc_t<T>;
+  const rope_plan& plan = mp.plan();
+  const mrope_source src{plan.inv_freq().data(), mp.axis().data(), plan.magnitude()};
+  rope_apply<simd::scalar, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
+}
+
+}  // namespace detail
+
+/// Multimodal RoPE in place: pair i rotates by p[axis(i)] * w_i (HF Qwen2-VL apply_multimodal_rotary_pos_emb,
+/// Qwen3-VL apply_interleaved_mrope; Qwen2-VL vision with make_sectioned_rope_plan). `x` as for apply_rope.
+/// Throws argument_error, writing nothing, on a head-dim mismatch or bad positions.
+///
+/// **Example**
+/// ```
+/// posenc::rope_config cfg; cfg.head_dim = 128; cfg.base = 1000000.0;          // Qwen2-VL-7B
+/// posenc::mrope_plan mp(posenc::make_rope_plan(cfg), {16, 24, 24}, posenc::mrope_layout::chunked);
+/// posenc::apply_mrope(mp, q, posenc::mrope_positions::shared(thw.data(), L));  // thw: (3, L)
+/// ```
+template <class X>
+void apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) {
+  const auto t = detail::make_target(x, x);
+  detail::mrope_entry("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+}
+
+/// Out of place (`out` must not overlap `in`).
+template <class X, class Y>
+void apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions& pos) {
+  const auto t = detail::make_target(in, out);
+  detail::mrope_entry("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+}
+
+/// q and k in one pass, in place (same N, L; k may have fewer heads).
+template <class Q, class K>
+void apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) {
+  const auto tq = detail::make_target(q, q);
+  const auto tk = detail::make_target(k, k);
+  detail::mrope_entry("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
+                      {"q", "q", "k", "k"});
+}
+
+/// Backward pass (transpose): rotation by -p[axis(i)] * w_i, in place on the gradient.
+template <class X>
+void apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) {
+  const auto t = detail::make_target(grad, grad);
+  detail::mrope_entry("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+}
+
+POSENC_END_NAMESPACE
