@@ -116,22 +116,13 @@ inline rope_plan make_sectioned_rope_plan(index_t head_dim, double base, std::ar
 
 namespace detail {
 
-/// cos/sin of pair i at the position of its axis.
-struct mrope_source {
+/// Pair i at the position of its axis.
+struct mrope_pair {
   const double* inv_freq;
   const std::uint8_t* axis;
   double magnitude;
-
-  template <class C>
-  void fill(const std::array<index_t, 3>& p, index_t begin, index_t end, C* buf_cos, C* buf_sin, const C*& cos,
-            const C*& sin) const {
-    for (index_t i = begin; i < end; ++i) {
-      const double theta = math::angle(p[axis[i]], inv_freq[i]);
-      buf_cos[i - begin] = static_cast<C>(magnitude * std::cos(theta));
-      buf_sin[i - begin] = static_cast<C>(magnitude * std::sin(theta));
-    }
-    cos = buf_cos;
-    sin = buf_sin;
+  polar operator()(const std::array<index_t, 3>& p, index_t i) const {
+    return {math::angle(p[axis[i]], inv_freq[i]), magnitude};
   }
 };
 
@@ -156,7 +147,7 @@ void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& po
   if (targets[0].in.extent(0) == 0 || targets[0].in.extent(1) == 0) return;
   using A = simd::acc_t<T>;
   const rope_plan& plan = mp.plan();
-  const mrope_source src{plan.inv_freq().data(), mp.axis().data(), plan.magnitude()};
+  const polar_source<mrope_pair> src{{plan.inv_freq().data(), mp.axis().data(), plan.magnitude()}};
   rope_apply<simd::scalar, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
 }
 

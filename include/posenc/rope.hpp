@@ -47,7 +47,7 @@ class rope_cache {
       detail::throw_invalid_argument(fn, "max_positions=", max_positions, " times ", pairs, " pairs overflows");
     cos_.resize(static_cast<std::size_t>(max_positions * pairs));
     sin_.resize(static_cast<std::size_t>(max_positions * pairs));
-    const detail::angle_source src{plan_.inv_freq().data(), plan_.magnitude()};
+    const auto src = detail::make_angle_source(plan_.inv_freq().data(), plan_.magnitude());
     for (index_t p = 0; p < max_positions; ++p) {
       const C* c = nullptr;
       const C* s = nullptr;
@@ -87,12 +87,11 @@ const rope_plan& plan_of(const rope_cache<C>& c) {
 
 /// Validates an input/output pair against the plan; in place (the same view) or disjoint spans only.
 template <class T>
-void check_target(const char* fn, const char* in_name, const char* out_name, const rope_plan& plan,
-                  const rope_target<T>& t) {
+void check_target(const char* fn, const char* in_name, const char* out_name, index_t head_dim, const rope_target<T>& t) {
   check_view(fn, in_name, t.in, false);
   check_view(fn, out_name, t.out, true);
-  if (t.in.extent(3) != plan.head_dim())
-    throw_invalid_argument(fn, in_name, " head dim (extent 3)=", t.in.extent(3), " does not match the plan's head_dim=", plan.head_dim());
+  if (t.in.extent(3) != head_dim)
+    throw_invalid_argument(fn, in_name, " head dim (extent 3)=", t.in.extent(3), " does not match the plan's head_dim=", head_dim);
   if (t.in.extents() != t.out.extents())
     throw_invalid_argument(fn, out_name, " shape (", t.out.extent(0), ", ", t.out.extent(1), ", ", t.out.extent(2), ", ",
                            t.out.extent(3), ") does not match ", in_name, " shape (", t.in.extent(0), ", ", t.in.extent(1),
@@ -105,7 +104,7 @@ template <class T, std::size_t K>
 index_t check_rope_call(const char* fn, const rope_plan& plan, const positions& pos,
                         const std::array<rope_target<T>, K>& targets, const std::array<const char*, 2 * K>& names) {
   if (plan.empty()) throw_invalid_argument(fn, "plan is empty");
-  for (std::size_t k = 0; k < K; ++k) check_target(fn, names[2 * k], names[2 * k + 1], plan, targets[k]);
+  for (std::size_t k = 0; k < K; ++k) check_target(fn, names[2 * k], names[2 * k + 1], plan.head_dim(), targets[k]);
   for (std::size_t k = 1; k < K; ++k) {
     if (targets[k].in.extent(0) != targets[0].in.extent(0) || targets[k].in.extent(1) != targets[0].in.extent(1))
       throw_invalid_argument(fn, names[2 * k], " (N, L)=(", targets[k].in.extent(0), ", ", targets[k].in.extent(1),
@@ -120,7 +119,7 @@ index_t check_rope_call(const char* fn, const rope_plan& plan, const positions& 
 template <class T, std::size_t K>
 void run_rope(const rope_plan& plan, const positions& pos, double sign, const std::array<rope_target<T>, K>& targets) {
   using A = simd::acc_t<T>;
-  const angle_source src{plan.inv_freq().data(), plan.magnitude()};
+  const auto src = make_angle_source(plan.inv_freq().data(), plan.magnitude());
   rope_apply<simd::scalar, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
 }
 

@@ -33,21 +33,11 @@ struct delta_positions {
 
 /// Rotation from plan `from` to plan `to` at the same position: angle p*w_to - p*w_from (both products in
 /// double, each exact to p*w*2^-53), magnitude m_to/m_from.
-struct rerotate_source {
+struct rerotate_pair {
   const double* from;
   const double* to;
   double ratio;
-
-  template <class C>
-  void fill(index_t p, index_t begin, index_t end, C* buf_cos, C* buf_sin, const C*& cos, const C*& sin) const {
-    for (index_t i = begin; i < end; ++i) {
-      const double theta = math::angle(p, to[i]) - math::angle(p, from[i]);
-      buf_cos[i - begin] = static_cast<C>(ratio * std::cos(theta));
-      buf_sin[i - begin] = static_cast<C>(ratio * std::sin(theta));
-    }
-    cos = buf_cos;
-    sin = buf_sin;
-  }
+  polar operator()(index_t p, index_t i) const { return {math::angle(p, to[i]) - math::angle(p, from[i]), ratio}; }
 };
 
 template <class T, class Pos, class Source>
@@ -92,7 +82,7 @@ void shift_rope(const rope_plan& plan, X&& k, index_t delta) {
   const auto t = detail::make_target(k, k);
   detail::check_rope_call(fn, plan, positions::offset(0), std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
   if (t.in.empty()) return;
-  const detail::angle_source src{plan.inv_freq().data(), 1.0};
+  const auto src = detail::make_angle_source(plan.inv_freq().data(), 1.0);
   detail::run_rotation(src, detail::delta_positions{delta, nullptr, 0}, plan, t);
 }
 
@@ -108,7 +98,7 @@ void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_
                                    ", ", t.in.extent(1), ")");
   if (t.in.empty()) return;
   if (deltas == nullptr) detail::throw_invalid_argument(fn, "deltas is null");
-  const detail::angle_source src{plan.inv_freq().data(), 1.0};
+  const auto src = detail::make_angle_source(plan.inv_freq().data(), 1.0);
   detail::run_rotation(src, detail::delta_positions{0, deltas, length}, plan, t);
 }
 
@@ -129,7 +119,7 @@ void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const posi
   const auto t = detail::make_target(k, k);
   const index_t max_pos = detail::check_rope_call(fn, to, pos, std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
   if (max_pos < 0) return;
-  const detail::rerotate_source src{from.inv_freq().data(), to.inv_freq().data(), to.magnitude() / from.magnitude()};
+  const detail::polar_source<detail::rerotate_pair> src{{from.inv_freq().data(), to.inv_freq().data(), to.magnitude() / from.magnitude()}};
   detail::run_rotation(src, pos, to, t);
 }
 

@@ -89,24 +89,15 @@ inline index_t xpos_default_center(index_t length, index_t offset) { return (len
 
 namespace detail {
 
-/// cos/sin of each pair times its xPos scale exp(+-ln zeta_i * (p - C)/scale_base), all in double.
-struct xpos_source {
+/// Pair i turned by p*w_i and scaled by exp(+-ln zeta_i * (p - C)/scale_base), all in double.
+struct xpos_pair {
   const double* inv_freq;
   const double* log_zeta;
   index_t center;
   double scale_base;
   double sign;
-
-  void fill(index_t p, index_t begin, index_t end, double* buf_cos, double* buf_sin, const double*& cos,
-            const double*& sin) const {
-    for (index_t i = begin; i < end; ++i) {
-      const double theta = math::angle(p, inv_freq[i]);
-      const double s = std::exp(sign * math::xpos_log_scale(log_zeta[i], p, center, scale_base));
-      buf_cos[i - begin] = s * std::cos(theta);
-      buf_sin[i - begin] = s * std::sin(theta);
-    }
-    cos = buf_cos;
-    sin = buf_sin;
+  polar operator()(index_t p, index_t i) const {
+    return {math::angle(p, inv_freq[i]), std::exp(sign * math::xpos_log_scale(log_zeta[i], p, center, scale_base))};
   }
 };
 
@@ -115,16 +106,15 @@ void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, ind
                 const std::array<xpos_mode, K>& modes, double direction, const std::array<rope_target<T>, K>& targets,
                 const std::array<const char*, 2 * K>& names) {
   if (center < 0) throw_invalid_argument(fn, "center=", center, " must be >= 0");
-  // The plan stands in for an equivalent rope_plan for the shape checks.
   for (std::size_t k = 0; k < K; ++k) {
-    check_target(fn, names[2 * k], names[2 * k + 1], rope_plan(plan.head_dim(), plan.inv_freq(), plan.config().style), targets[k]);
+    check_target(fn, names[2 * k], names[2 * k + 1], plan.head_dim(), targets[k]);
     if (k > 0 && (targets[k].in.extent(0) != targets[0].in.extent(0) || targets[k].in.extent(1) != targets[0].in.extent(1)))
       throw_invalid_argument(fn, names[2 * k], " (N, L) does not match ", names[0]);
   }
   if (validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)) < 0) return;
   for (std::size_t k = 0; k < K; ++k) {
-    const xpos_source src{plan.inv_freq().data(), plan.log_zeta().data(), center, plan.config().scale_base,
-                          modes[k] == xpos_mode::upscale ? 1.0 : -1.0};
+    const polar_source<xpos_pair> src{{plan.inv_freq().data(), plan.log_zeta().data(), center, plan.config().scale_base,
+                                       modes[k] == xpos_mode::upscale ? 1.0 : -1.0}};
     // Double arithmetic: the scale may exceed float's range where the scaled value does not.
     rope_apply<simd::scalar, double, double>(src, pos, plan.config().style, 0, plan.pairs(), direction,
                                              std::array<rope_target<T>, 1>{targets[k]});

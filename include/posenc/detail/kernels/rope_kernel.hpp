@@ -32,22 +32,39 @@ struct rope_target {
 /// and keep the buffers (2 x 128 doubles) in L1.
 inline constexpr index_t rope_chunk = 128;
 
-/// cos/sin formed from the frequencies at each position, in double, times the magnitude, rounded to C once.
-struct angle_source {
-  const double* inv_freq;
-  double magnitude;
+/// An angle and the factor multiplying its cos and sin.
+struct polar {
+  double theta;
+  double scale;
+};
 
-  template <class C>
-  void fill(index_t p, index_t begin, index_t end, C* buf_cos, C* buf_sin, const C*& cos, const C*& sin) const {
+/// cos/sin formed per position in double from `Pair(p, i) -> polar`, rounded to C once. Every cache-free
+/// variant (plain RoPE, context shift, re-rotation, MRoPE, xPos) is one `Pair` functor over this loop.
+template <class Pair>
+struct polar_source {
+  Pair pair;
+
+  template <class P, class C>
+  void fill(const P& p, index_t begin, index_t end, C* buf_cos, C* buf_sin, const C*& cos, const C*& sin) const {
     for (index_t i = begin; i < end; ++i) {
-      const double theta = math::angle(p, inv_freq[i]);
-      buf_cos[i - begin] = static_cast<C>(magnitude * std::cos(theta));
-      buf_sin[i - begin] = static_cast<C>(magnitude * std::sin(theta));
+      const polar v = pair(p, i);
+      buf_cos[i - begin] = static_cast<C>(v.scale * std::cos(v.theta));
+      buf_sin[i - begin] = static_cast<C>(v.scale * std::sin(v.theta));
     }
     cos = buf_cos;
     sin = buf_sin;
   }
 };
+
+/// RoPE: theta = p * w_i, scale = the plan's magnitude (1 for a context shift).
+struct rope_pair {
+  const double* inv_freq;
+  double magnitude;
+  polar operator()(index_t p, index_t i) const { return {math::angle(p, inv_freq[i]), magnitude}; }
+};
+using angle_source = polar_source<rope_pair>;
+
+inline angle_source make_angle_source(const double* inv_freq, double magnitude) { return {{inv_freq, magnitude}}; }
 
 /// cos/sin read from a precomputed [positions][pairs] table (rope_cache).
 template <class C>
