@@ -231,6 +231,7 @@ class rotary_embedding {
   /// zeta's xPos centre for a table of seq_len rows: floor(seq_len/2) (`seq_len // 2`).
   static index_t xpos_center(index_t seq_len) { return seq_len / 2; }
 
+  /// The constructor's arguments.
   index_t dim() const { return dim_; }
   bool use_xpos() const { return use_xpos_; }
   double scale_base() const { return scale_base_; }
@@ -412,6 +413,7 @@ class xpos {
 
   /// The xpos_plan (interleaved, gamma 0.4, base 10000) for in-place use with apply_xpos / apply_xpos_qk.
   const xpos_plan& plan() const { return plan_; }
+  /// The constructor's arguments.
   index_t head_dim() const { return plan_.head_dim(); }
   double scale_base() const { return plan_.config().scale_base; }
 
@@ -515,6 +517,7 @@ class rope {
   /// The cos/sin cache (seq_len positions) and its plan, for in-place use with apply_rope.
   const rope_cache<float>& cache() const { return cache_; }
   const rope_plan& plan() const { return cache_.plan(); }
+  /// The constructor's arguments.
   index_t dims() const { return cache_.plan().head_dim(); }
   index_t seq_len() const { return cache_.max_positions(); }
   bool traditional() const { return traditional_; }

@@ -3,6 +3,7 @@
 // The umbrella header: every public posenc API. Engines that want less include one header per encoding.
 #pragma once
 
+#include "posenc/compat.hpp"       // IWYU pragma: export
 #include "posenc/config.hpp"       // IWYU pragma: export
 #include "posenc/error.hpp"        // IWYU pragma: export
 #include "posenc/mrope.hpp"        // IWYU pragma: export

@@ -85,7 +85,10 @@ class xpos_plan {
 
 /// torchscale's centre for a call on L tokens after P0 cached ones: ceil((L + P0)/2) (its min_pos is
 /// -(L + P0)//2). A KV cache must keep one centre for all its entries; pass that instead.
-inline index_t xpos_default_center(index_t length, index_t offset) { return (length + offset + 1) / 2; }
+/// Computed without forming length + offset, which may overflow for offsets near INT64_MAX (both >= 0).
+inline index_t xpos_default_center(index_t length, index_t offset) {
+  return length / 2 + offset / 2 + (length % 2 + offset % 2 + 1) / 2;
+}
 
 namespace detail {
 
