@@ -1,6 +1,7 @@
 // RoPE throughput and latency: the cache-free plan path and the cos/sin cache, both styles, against the
 // same-run memory baseline. Shapes: decode (1 token, 32 heads x 128: latency-bound, read ns/call), prefill
 // (512 tokens), and a batch of 4 x 2048 tokens with 8 KV heads (32 MiB, larger than the caches).
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -35,6 +36,33 @@ void BM_Rope(benchmark::State& state) {
   posenc_bench::report_bytes(state, x.size(), sizeof(float), timer.seconds());
 }
 
+// Peer: the Hugging Face formula as a naive Eigen Tensor expression, x*cos + rotate_half(x)*sin, over a
+// precomputed [L, D] cos/sin table (what a straightforward port of modeling_llama.py would write).
+void BM_RopeNaiveEigen(benchmark::State& state) {
+  const Eigen::Index n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
+  using T4 = Eigen::Tensor<float, 4, Eigen::RowMajor>;
+  T4 x(n, l, h, d), out(n, l, h, d);
+  x.setRandom();
+  Eigen::Tensor<float, 2, Eigen::RowMajor> cos(l, d), sin(l, d);
+  for (Eigen::Index p = 0; p < l; ++p)
+    for (Eigen::Index i = 0; i < d; ++i) {
+      const double theta = static_cast<double>(p + 4096) * std::pow(500000.0, -2.0 * static_cast<double>(i % (d / 2)) / static_cast<double>(d));
+      cos(p, i) = static_cast<float>(std::cos(theta));
+      sin(p, i) = static_cast<float>(std::sin(theta));
+    }
+  const Eigen::DSizes<Eigen::Index, 4> half(n, l, h, d / 2);
+  const Eigen::DSizes<Eigen::Index, 4> lo(0, 0, 0, 0), hi(0, 0, 0, d / 2);
+  const Eigen::array<Eigen::Index, 4> table_shape{1, l, 1, d}, bcast{n, 1, h, 1};
+  const posenc_bench::loop_timer timer;
+  for (auto _ : state) {
+    out = x * cos.reshape(table_shape).broadcast(bcast) +
+          (-x.slice(hi, half)).concatenate(x.slice(lo, half), 3) * sin.reshape(table_shape).broadcast(bcast);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  posenc_bench::report_bytes(state, static_cast<std::size_t>(x.size()), sizeof(float), timer.seconds());
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"N", "L", "H", "D"})->Args({1, 1, 32, 128})->Args({1, 512, 32, 128})->Args({4, 2048, 8, 128});
 }
@@ -45,3 +73,4 @@ BENCHMARK(BM_Rope<posenc::rope_style::half_split, false>)->Name("BM_RopeHalfSpli
 BENCHMARK(BM_Rope<posenc::rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache/scalar")->Apply(shapes);
 BENCHMARK(BM_Rope<posenc::rope_style::interleaved, false>)->Name("BM_RopeInterleavedPlan/scalar")->Apply(shapes);
 BENCHMARK(BM_Rope<posenc::rope_style::interleaved, true>)->Name("BM_RopeInterleavedCache/scalar")->Apply(shapes);
+BENCHMARK(BM_RopeNaiveEigen)->Name("BM_RopeNaiveEigenPeer")->Apply(shapes);
