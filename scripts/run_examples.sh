@@ -11,3 +11,5 @@ for ex in rope_kv_cache continuous_batching; do
   echo "== examples/$ex"
   "$build/examples/$ex"
 done
+echo "== examples/hf_config_plan tests/data/hf/phi3.json 8192"
+"$build/examples/hf_config_plan" tests/data/hf/phi3.json 8192

@@ -241,7 +241,10 @@ inline void make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& o
   const index_t d = cfg.head_dim;
   const index_t r = cfg.rotary_dim == 0 ? d : cfg.rotary_dim;
   if (d <= 0) throw_invalid_argument(fn, "head_dim=", d, " must be > 0");
-  if (r < 0 || r % 2 != 0) throw_invalid_argument(fn, "rotary_dim=", r, " must be even and > 0");
+  if (r < 0 || r % 2 != 0) {
+    if (cfg.rotary_dim == 0) throw_invalid_argument(fn, "rotary_dim=0 means head_dim=", d, ", which is odd: set an even rotary_dim");
+    throw_invalid_argument(fn, "rotary_dim=", r, " must be even and > 0");
+  }
   if (r > d) throw_invalid_argument(fn, "rotary_dim=", r, " exceeds head_dim=", d);
   if (cfg.rotary_offset < 0 || cfg.rotary_offset > d - r)
     throw_invalid_argument(fn, "rotary_offset=", cfg.rotary_offset, " with rotary_dim=", r, " does not fit head_dim=", d);

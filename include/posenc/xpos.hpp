@@ -112,7 +112,11 @@ void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, ind
   for (std::size_t k = 0; k < K; ++k) {
     check_target(fn, names[2 * k], names[2 * k + 1], plan.head_dim(), targets[k]);
     if (k > 0 && (targets[k].in.extent(0) != targets[0].in.extent(0) || targets[k].in.extent(1) != targets[0].in.extent(1)))
-      throw_invalid_argument(fn, names[2 * k], " (N, L) does not match ", names[0]);
+      throw_invalid_argument(fn, names[2 * k], " (N, L)=(", targets[k].in.extent(0), ", ", targets[k].in.extent(1),
+                             ") does not match ", names[0], " (N, L)=(", targets[0].in.extent(0), ", ",
+                             targets[0].in.extent(1), ")");
+    if (k > 0 && !targets[k].out.empty() && targets[k].out.data() == targets[0].out.data())
+      throw_invalid_argument(fn, names[2 * k + 1], " and ", names[1], " are the same tensor");
   }
   if (validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)) < 0) return;
   for (std::size_t k = 0; k < K; ++k) {

@@ -20,7 +20,7 @@ void check_view(const char* fn, const char* name, const strided_view<T, R>& v, b
   for (std::size_t d = 0; d < R; ++d) {
     if (v.extent(d) < 0) throw_invalid_argument(fn, name, ".extent(", d, ")=", v.extent(d), " must be >= 0");
     if (v.stride(d) < 0) throw_invalid_argument(fn, name, ".stride(", d, ")=", v.stride(d), " must be >= 0");
-    if (output && v.stride(d) == 0 && v.extent(d) > 1)
+    if (output && !v.empty() && v.stride(d) == 0 && v.extent(d) > 1)
       throw_invalid_argument(fn, name, ".stride(", d, ")=0 with extent ", v.extent(d), " writes one element several times");
   }
   if (!v.empty() && v.data() == nullptr) throw_invalid_argument(fn, name, " is null");

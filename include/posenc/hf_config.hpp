@@ -1,0 +1,489 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// RoPE configurations from Hugging Face `config.json` files. Optional: this header needs nlohmann/json
+// (Debian `nlohmann-json3-dev`, vcpkg/Conan `nlohmann-json`; CMake `find_package(nlohmann_json 3 CONFIG)` and
+// link `nlohmann_json::nlohmann_json`), so the umbrella posenc.hpp does not include it.
+//
+// The keys and their defaults follow Hugging Face transformers: `modeling_rope_utils.py` (v4 `rope_scaling`,
+// v5 `rope_parameters` with `RotaryEmbeddingConfigMixin.standardize_rope_params`) and the model classes that
+// read RoPE keys of their own (GPT-NeoX `rotary_pct` / `rotary_emb_base`, Phi-3's top-level
+// `original_max_position_embeddings`, DeepSeek-V2/V3's `qk_rope_head_dim` and interleaved pairs). Where v4 and
+// v5 disagree, v5 wins and the function documentation says so.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/throw.hpp"
+#include "posenc/error.hpp"
+#include "posenc/rope_scaling.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+
+/// Which YaRN a `"yarn"` rope type becomes.
+enum class hf_yarn_variant {
+  by_model,  ///< rope_scaling::deepseek_yarn for DeepSeek-V2/V3 models (see rope_config_from_hf), else yarn
+  yarn,      ///< always rope_scaling_type::yarn (Hugging Face `_compute_yarn_parameters`)
+  deepseek,  ///< always rope_scaling_type::deepseek_yarn (magnitude ratio plus the softmax logit scale)
+};
+
+/// Choices a `config.json` does not make, or that an engine makes differently from Hugging Face.
+struct hf_options {
+  /// Pair layout. Unset: interleaved for DeepSeek-V2/V3 (their checkpoints pair (x[2i], x[2i+1]); HF
+  /// DeepseekV3 permutes q/k before rotate_half unless `rope_interleave` is false), half_split (HF rotate_half)
+  /// for every other model. Set it to `interleaved` for weights permuted to Meta/GGUF layout.
+  std::optional<rope_style> style;
+  hf_yarn_variant yarn = hf_yarn_variant::by_model;
+  /// Dynamic NTK: Hugging Face re-evaluates per current length; vLLM fixes the base at the maximum.
+  dynamic_ntk_policy ntk_policy = dynamic_ntk_policy::per_length;
+  /// LongRoPE: when the long factors apply (Hugging Face: sequence length > original_max_position_embeddings).
+  longrope_policy long_policy = longrope_policy::per_length;
+  /// transformers v5 per-layer `rope_parameters` (Gemma 3: {"full_attention": {...}, "sliding_attention":
+  /// {...}}): the layer type to read. Required when the config has per-layer parameters, ignored otherwise.
+  std::string layer_type;
+  /// Multimodal configs (Qwen2.5-VL new format, Gemma 3, Llama 4) nest the language model under
+  /// `text_config`; when true and that key holds an object, every key below is read from it.
+  bool use_text_config = true;
+};
+
+/// What rope_config_from_hf read: the RoPE configuration and the model facts an engine needs next to it.
+/// Keys are named as in config.json; "dict" is the scaling object: `rope_parameters` (v5) or `rope_scaling` (v4).
+struct hf_rope_info {
+  /// head_dim: `qk_rope_head_dim` (DeepSeek-V2/V3 MLA: the rotary part is its own head) if present, else
+  ///   `head_dim` if present and not null, else `hidden_size / num_attention_heads` (integer division, as HF).
+  /// rotary_dim: int(head_dim * partial_rotary_factor), always set explicitly (never 0); rotary_offset: 0.
+  /// base: dict `rope_theta`, else `rope_theta`, else `rotary_emb_base` (GPT-NeoX), else 10000.
+  /// style: hf_options::style, else interleaved for DeepSeek-V2/V3 (unless `rope_interleave` is false), else
+  ///   half_split. scaling: from the dict, see rope_config_from_hf. freq_factors: empty.
+  rope_config config;
+  /// `model_type` ("" when absent; the root's when `text_config` lacks one).
+  std::string model_type;
+  /// The dict's `rope_type` (or legacy `type`), normalised: "default" when absent or null, "longrope" for
+  /// legacy "su", "default" for Qwen2-VL's legacy "mrope".
+  std::string rope_type = "default";
+  /// dict `partial_rotary_factor`, else `partial_rotary_factor`, else `rotary_pct` (GPT-NeoX), else 1.
+  double partial_rotary_factor = 1.0;
+  /// `max_position_embeddings`; 0 when absent.
+  index_t max_position_embeddings = 0;
+  /// `num_attention_heads`; 0 when absent.
+  index_t num_attention_heads = 0;
+  /// `num_key_value_heads`, else num_attention_heads (HF default: no GQA).
+  index_t num_key_value_heads = 0;
+  /// dict `mrope_section` (Qwen2-VL / Qwen2.5-VL / Qwen3-VL: pairs per temporal, height, width axis, summing
+  /// to rotary_dim/2); empty when absent. Pass it to mrope_plan with the layout below.
+  std::vector<index_t> mrope_section;
+  /// dict `mrope_interleaved` (Qwen3-VL): true means mrope_layout::interleaved, false mrope_layout::chunked.
+  bool mrope_interleaved = false;
+};
+
+namespace detail::hf {
+
+using json = nlohmann::json;
+
+inline constexpr const char* fn = "rope_config_from_hf";
+inline constexpr const char* known_types = "default, linear, dynamic, yarn, longrope, llama3; legacy: su, mrope";
+
+/// A value for an error message: its JSON text, shortened.
+inline std::string shown(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 64) s = s.substr(0, 61) + "...";
+  return s;
+}
+
+/// A JSON object and the dotted name its keys are reported under ("" for the root, "rope_scaling.", ...).
+struct section {
+  const json* obj = nullptr;  // null: an absent section, every key absent
+  std::string prefix;
+
+  std::string name(const char* key) const { return prefix + key; }
+
+  /// The key's value, or null when the key is absent or JSON null (HF treats both as "not set").
+  const json* get(const char* key) const {
+    if (obj == nullptr) return nullptr;
+    const auto it = obj->find(key);
+    return it == obj->end() || it->is_null() ? nullptr : &*it;
+  }
+  bool has(const char* key) const { return get(key) != nullptr; }
+
+  [[noreturn]] void missing(const char* key, const std::string& why) const {
+    throw_invalid_argument(fn, name(key), " is missing (required for ", why, ")");
+  }
+
+  std::optional<double> opt_number(const char* key) const {
+    const json* v = get(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_number()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be a number, got ", v->type_name());
+    return v->get<double>();
+  }
+  double number(const char* key, const std::string& why) const {
+    const auto v = opt_number(key);
+    if (!v) missing(key, why);
+    return *v;
+  }
+
+  /// Integers; a float with an integral value (4096.0) is accepted, as Python's int() of a config would.
+  static std::optional<index_t> as_integer(const json& v) {
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<index_t>::max())) return std::nullopt;
+      return static_cast<index_t>(u);
+    }
+    if (v.is_number_integer()) return static_cast<index_t>(v.get<std::int64_t>());
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 0x1p62) return static_cast<index_t>(d);
+    }
+    return std::nullopt;
+  }
+  std::optional<index_t> opt_integer(const char* key) const {
+    const json* v = get(key);
+    if (v == nullptr) return std::nullopt;
+    const auto i = as_integer(*v);
+    if (!i) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be an integer");
+    return i;
+  }
+  /// A count or length: an integer > 0.
+  std::optional<index_t> opt_positive(const char* key) const {
+    const auto i = opt_integer(key);
+    if (i && *i <= 0) throw_invalid_argument(fn, name(key), "=", *i, " must be > 0");
+    return i;
+  }
+
+  std::optional<bool> opt_bool(const char* key) const {
+    const json* v = get(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_boolean()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be true or false");
+    return v->get<bool>();
+  }
+
+  std::optional<std::string> opt_string(const char* key) const {
+    const json* v = get(key);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be a string, got ", v->type_name());
+    return v->get<std::string>();
+  }
+
+  std::vector<double> numbers(const char* key, const std::string& why) const {
+    const json* v = get(key);
+    if (v == nullptr) missing(key, why);
+    if (!v->is_array()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be an array of numbers");
+    std::vector<double> out;
+    out.reserve(v->size());
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      const json& e = (*v)[i];
+      if (!e.is_number()) throw_invalid_argument(fn, name(key), "[", i, "]=", shown(e), " must be a number");
+      out.push_back(e.get<double>());
+    }
+    return out;
+  }
+
+  std::vector<index_t> integers(const char* key) const {
+    const json* v = get(key);
+    std::vector<index_t> out;
+    if (v == nullptr) return out;
+    if (!v->is_array()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be an array of integers");
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      const auto e = as_integer((*v)[i]);
+      if (!e || *e < 0) throw_invalid_argument(fn, name(key), "[", i, "]=", shown((*v)[i]), " must be an integer >= 0");
+      out.push_back(*e);
+    }
+    return out;
+  }
+};
+
+/// A JSON object value (or null: absent), else argument_error naming the key.
+inline const json* object_or_null(const section& s, const char* key) {
+  const json* v = s.get(key);
+  if (v != nullptr && !v->is_object())
+    throw_invalid_argument(fn, s.name(key), "=", shown(*v), " must be an object or null, got ", v->type_name());
+  return v;
+}
+
+/// DeepSeek-V2/V3 (and models built on them, e.g. Kimi K2): by model_type or by architecture class name.
+inline bool is_deepseek(const std::string& model_type, const section& top) {
+  if (model_type == "deepseek_v2" || model_type == "deepseek_v3") return true;
+  const json* arch = top.get("architectures");
+  if (arch == nullptr || !arch->is_array()) return false;
+  for (const json& a : *arch) {
+    if (!a.is_string()) continue;
+    const auto& s = a.get_ref<const std::string&>();
+    if (s.rfind("DeepseekV2", 0) == 0 || s.rfind("DeepseekV3", 0) == 0) return true;
+  }
+  return false;
+}
+
+/// v5 per-layer rope_parameters: a non-empty object whose values are all objects or null (a flat dict always
+/// holds at least one number or string: rope_type, rope_theta, factor...).
+inline bool is_per_layer(const json& dict) {
+  if (dict.empty() || dict.contains("rope_type") || dict.contains("type")) return false;
+  for (const auto& kv : dict.items())
+    if (!(kv.value().is_object() || kv.value().is_null())) return false;
+  return true;
+}
+
+inline std::string layer_list(const json& dict) {
+  std::string s;
+  for (const auto& kv : dict.items()) s += (s.empty() ? "" : ", ") + kv.key();
+  return s;
+}
+
+inline hf_rope_info parse(const json& root, const hf_options& opt) {
+  if (!root.is_object()) throw_invalid_argument(fn, "the config must be a JSON object, got ", root.type_name());
+  const section root_s{&root, ""};
+  const json* text = opt.use_text_config ? object_or_null(root_s, "text_config") : nullptr;
+  const section top{text != nullptr ? text : &root, text != nullptr ? "text_config." : ""};
+
+  hf_rope_info info;
+  if (const auto mt = top.opt_string("model_type")) info.model_type = *mt;
+  else if (text != nullptr) info.model_type = root_s.opt_string("model_type").value_or("");
+  const bool deepseek = is_deepseek(info.model_type, top) || (text != nullptr && is_deepseek(info.model_type, root_s));
+
+  // The scaling dict: v5 rope_parameters or v4 rope_scaling (the same object under two names; transformers
+  // v5 takes either). Both given and different is ambiguous.
+  const json* rs = object_or_null(top, "rope_scaling");
+  const json* rp = object_or_null(top, "rope_parameters");
+  if (rs != nullptr && rp != nullptr && *rs != *rp)
+    throw_invalid_argument(fn, top.name("rope_scaling"), " and ", top.name("rope_parameters"),
+                           " are both given and differ; keep one");
+  section dict{rp != nullptr ? rp : rs, top.name(rp != nullptr ? "rope_parameters" : "rope_scaling") + "."};
+  if (dict.obj != nullptr && is_per_layer(*dict.obj)) {
+    const std::string prefix = dict.prefix;
+    if (opt.layer_type.empty())
+      throw_invalid_argument(fn, prefix.substr(0, prefix.size() - 1), " is per layer type (", layer_list(*dict.obj),
+                             "): set hf_options::layer_type");
+    const auto it = dict.obj->find(opt.layer_type);
+    if (it == dict.obj->end())
+      throw_invalid_argument(fn, "hf_options::layer_type=\"", opt.layer_type, "\" is not in ",
+                             prefix.substr(0, prefix.size() - 1), " (", layer_list(*dict.obj), ")");
+    dict = section{it->is_null() ? nullptr : &*it, prefix + opt.layer_type + "."};
+  }
+
+  // Head and rotary dims.
+  const auto heads = top.opt_positive("num_attention_heads");
+  info.num_attention_heads = heads.value_or(0);
+  info.num_key_value_heads = top.opt_positive("num_key_value_heads").value_or(info.num_attention_heads);
+  info.max_position_embeddings = top.opt_positive("max_position_embeddings").value_or(0);
+  index_t head_dim = 0;
+  if (const auto q = top.opt_positive("qk_rope_head_dim")) {
+    head_dim = *q;
+  } else if (const auto h = top.opt_positive("head_dim")) {
+    head_dim = *h;
+  } else {
+    const auto hidden = top.opt_positive("hidden_size");
+    if (!hidden) top.missing("hidden_size", "the head dimension: no head_dim in the config");
+    if (!heads) top.missing("num_attention_heads", "the head dimension: no head_dim in the config");
+    head_dim = *hidden / *heads;
+    if (head_dim == 0)
+      throw_invalid_argument(fn, top.name("hidden_size"), "=", *hidden, " is smaller than num_attention_heads=", *heads);
+  }
+  const section* prf_sec = &top;
+  const char* prf_key = "rotary_pct";  // GPT-NeoX's name
+  if (dict.has("partial_rotary_factor")) {
+    prf_sec = &dict;
+    prf_key = "partial_rotary_factor";
+  } else if (top.has("partial_rotary_factor")) {
+    prf_key = "partial_rotary_factor";
+  }
+  const std::string prf_name = prf_sec->name(prf_key);
+  const double prf = info.partial_rotary_factor = prf_sec->opt_number(prf_key).value_or(1.0);
+  if (!(std::isfinite(prf) && prf > 0.0 && prf <= 1.0))
+    throw_invalid_argument(fn, prf_name, "=", prf, " must be in (0, 1]");
+  const auto rotary_dim = static_cast<index_t>(static_cast<double>(head_dim) * prf);  // Python int(): truncates
+  if (rotary_dim < 2 || rotary_dim % 2 != 0)
+    throw_invalid_argument(fn, "rotary dim int(head_dim * ", prf_name, ") = int(", head_dim, " * ", prf, ") = ",
+                           rotary_dim, " must be even and >= 2");
+
+  rope_config& cfg = info.config;
+  cfg.head_dim = head_dim;
+  cfg.rotary_dim = rotary_dim;
+  cfg.rotary_offset = 0;
+  if (const auto t = dict.opt_number("rope_theta")) cfg.base = *t;
+  else if (const auto t2 = top.opt_number("rope_theta")) cfg.base = *t2;
+  else cfg.base = top.opt_number("rotary_emb_base").value_or(10000.0);
+  const bool interleave = deepseek && top.opt_bool("rope_interleave").value_or(true);
+  cfg.style = opt.style.value_or(interleave ? rope_style::interleaved : rope_style::half_split);
+
+  // The rope type: `rope_type`, else the legacy `type`.
+  const char* type_key = dict.has("rope_type") ? "rope_type" : "type";
+  std::string type = dict.opt_string(type_key).value_or("default");
+  const std::string as_given = type;
+  if (type == "su") type = "longrope";  // Phi-3's first configs
+  if (type == "mrope") type = "default";  // Qwen2-VL: HF Qwen2VLConfig rewrites it to "default"
+  info.rope_type = type;
+  const std::string why = "rope_type=\"" + as_given + "\"";
+
+  // M: the pretraining context. A top-level original_max_position_embeddings wins (Phi-3; HF v5
+  // standardize_rope_params), then the dict's, then max_position_embeddings (v5's default).
+  const auto original_max = [&]() -> index_t {
+    if (const auto m = top.opt_positive("original_max_position_embeddings")) return *m;
+    if (const auto m = dict.opt_positive("original_max_position_embeddings")) return *m;
+    if (info.max_position_embeddings == 0) dict.missing("original_max_position_embeddings", why + " without max_position_embeddings");
+    return info.max_position_embeddings;
+  };
+  // max_position_embeddings / M, v5's default factor for yarn and longrope.
+  const auto implied_factor = [&](index_t m) {
+    if (info.max_position_embeddings == 0) dict.missing("factor", why + " without max_position_embeddings");
+    return static_cast<double>(info.max_position_embeddings) / static_cast<double>(m);
+  };
+
+  rope_scaling& s = cfg.scaling;
+  if (type == "default") {
+    s = rope_scaling{};
+  } else if (type == "linear") {
+    s = rope_scaling::linear(dict.number("factor", why));
+  } else if (type == "dynamic") {
+    const double factor = dict.number("factor", why);
+    // HF's M for dynamic NTK is max_position_embeddings (the dict's original_max_position_embeddings is unused).
+    if (info.max_position_embeddings == 0) top.missing("max_position_embeddings", why);
+    s = rope_scaling::dynamic_ntk(factor, info.max_position_embeddings, opt.ntk_policy);
+  } else if (type == "yarn") {
+    const index_t m = original_max();
+    const auto given = dict.opt_number("factor");
+    const double f = given ? *given : implied_factor(m);
+    // HF: `get("beta_fast") or 32`, so 0 also means the default.
+    const double beta_fast = dict.opt_number("beta_fast").value_or(0.0);
+    const double beta_slow = dict.opt_number("beta_slow").value_or(0.0);
+    const double bf = beta_fast == 0.0 ? 32.0 : beta_fast;
+    const double bs = beta_slow == 0.0 ? 1.0 : beta_slow;
+    const bool ds = opt.yarn == hf_yarn_variant::deepseek || (opt.yarn == hf_yarn_variant::by_model && deepseek);
+    if (ds) {
+      // DeepSeek's reference: mscale defaults to 1, mscale_all_dim to 0.
+      s = rope_scaling::deepseek_yarn(f, m, dict.opt_number("mscale").value_or(1.0),
+                                      dict.opt_number("mscale_all_dim").value_or(0.0), bf, bs);
+    } else {
+      s = rope_scaling::yarn(f, m, bf, bs);
+      s.mscale = dict.opt_number("mscale").value_or(0.0);
+      s.mscale_all_dim = dict.opt_number("mscale_all_dim").value_or(0.0);
+    }
+    s.attention_factor = dict.opt_number("attention_factor");
+    s.truncate = dict.opt_bool("truncate").value_or(true);
+  } else if (type == "longrope") {
+    std::vector<double> short_factor = dict.numbers("short_factor", why);
+    std::vector<double> long_factor = dict.numbers("long_factor", why);
+    for (const auto* f : {&short_factor, &long_factor})
+      if (static_cast<index_t>(f->size()) != rotary_dim / 2)
+        throw_invalid_argument(fn, dict.name(f == &short_factor ? "short_factor" : "long_factor"), " has ", f->size(),
+                               " entries, rotary_dim/2=", rotary_dim / 2, " needed");
+    const index_t m = original_max();
+    const auto given = dict.opt_number("factor");
+    const double f = given ? *given : implied_factor(m);
+    s = rope_scaling::longrope(std::move(short_factor), std::move(long_factor), m, f, opt.long_policy);
+    s.attention_factor = dict.opt_number("attention_factor");
+  } else if (type == "llama3") {
+    const double factor = dict.number("factor", why);
+    const double low = dict.number("low_freq_factor", why);
+    const double high = dict.number("high_freq_factor", why);
+    s = rope_scaling::llama3(factor, low, high, original_max());
+  } else {
+    throw_invalid_argument(fn, dict.name(type_key), "=\"", as_given, "\" is not supported (known: ", known_types, ")");
+  }
+
+  // Multimodal RoPE sections (any rope type in v5; legacy "mrope" requires them).
+  info.mrope_section = dict.integers("mrope_section");
+  if (as_given == "mrope" && info.mrope_section.empty()) dict.missing("mrope_section", why);
+  if (!info.mrope_section.empty()) {
+    index_t sum = 0;
+    for (index_t v : info.mrope_section) sum += v;
+    if (info.mrope_section.size() != 3 || sum != rotary_dim / 2)
+      throw_invalid_argument(fn, dict.name("mrope_section"), "=", shown(*dict.get("mrope_section")),
+                             " must be 3 sections summing to rotary_dim/2=", rotary_dim / 2);
+  }
+  info.mrope_interleaved = dict.opt_bool("mrope_interleaved").value_or(false);
+
+  // Everything make_rope_plan checks (base > 1, factors > 0, llama3 low <= high, ...), reported now.
+  static_cast<void>(make_rope_plan(cfg, 0));
+  return info;
+}
+
+}  // namespace detail::hf
+
+/// Reads the RoPE configuration of a Hugging Face model from its parsed `config.json`.
+///
+/// Sources: transformers `modeling_rope_utils.py` (`ROPE_INIT_FUNCTIONS`, v5 `standardize_rope_params`) and
+/// the model classes; each field's key is listed at hf_rope_info. The scaling dict is `rope_parameters` (v5,
+/// may carry rope_theta and partial_rotary_factor too; per layer type for Gemma 3, see hf_options::layer_type)
+/// or `rope_scaling` (v4); its type is `rope_type`, else the legacy `type`. M below is the pretraining
+/// context: top-level `original_max_position_embeddings` (Phi-3), else the dict's, else
+/// `max_position_embeddings` (v5 semantics; v4 required the dict key for llama3 and ignored a top-level one).
+/// - absent / null / "default" (and Qwen2-VL's legacy "mrope"): rope_scaling_type::none.
+/// - "linear": linear(factor).
+/// - "dynamic": dynamic_ntk(factor, max_position_embeddings, hf_options::ntk_policy): HF uses
+///   max_position_embeddings as M here.
+/// - "yarn": factor (default max_position_embeddings / M, v5), M, beta_fast (32 when absent, null or 0, as HF's
+///   `or`), beta_slow (1 likewise), mscale, mscale_all_dim, attention_factor, truncate (default true). DeepSeek
+///   models (model_type deepseek_v2 / deepseek_v3, or an `architectures` entry starting DeepseekV2/DeepseekV3)
+///   get rope_scaling::deepseek_yarn with DeepSeek's defaults (mscale 1, mscale_all_dim 0), whose plan carries
+///   the softmax logit scale mscale(F, mscale_all_dim)^2 that HF DeepseekV3Attention folds into its `scaling`;
+///   hf_options::yarn overrides the choice.
+/// - "longrope" (legacy "su"): short_factor and long_factor (rotary_dim/2 entries each), M, factor (default
+///   max_position_embeddings / M: Phi-3's ratio 131072/4096 = 32; v4 always used that ratio when the config
+///   had a top-level original_max_position_embeddings, v5 prefers the dict's factor), attention_factor,
+///   hf_options::long_policy.
+/// - "llama3": factor, low_freq_factor, high_freq_factor, M.
+/// Also `mrope_section` / `mrope_interleaved` from the dict (Qwen2-VL family), reported in hf_rope_info.
+///
+/// Throws argument_error, naming the key and its value: a rope type not in the list above
+/// (`rope_scaling.rope_type="foo" is not supported (known: ...)`); a required key missing (`longrope` without
+/// long_factor, no head_dim and no hidden_size, ...); a key of the wrong JSON type; counts <= 0;
+/// partial_rotary_factor outside (0, 1] or giving an odd rotary dim; longrope factor lists or mrope_section of
+/// the wrong length; `rope_scaling` and `rope_parameters` both given and different; per-layer parameters without
+/// hf_options::layer_type; and anything make_rope_plan rejects in the result (it is called once, so the
+/// returned config always builds a plan).
+///
+/// **Example**
+/// ```
+/// const auto info = posenc::rope_config_from_hf(nlohmann::json::parse(text));
+/// posenc::rope_plan plan = posenc::make_rope_plan(info.config, seq_len);
+/// ```
+inline hf_rope_info rope_config_from_hf(const nlohmann::json& config, const hf_options& options = {}) {
+#if POSENC_HAS_EXCEPTIONS
+  try {
+    return detail::hf::parse(config, options);
+  } catch (const nlohmann::json::exception& e) {
+    // Every access above is type-checked first; this only turns a missed case into the library's error type.
+    detail::throw_invalid_argument(detail::hf::fn, "JSON error: ", e.what());
+  }
+#else
+  return detail::hf::parse(config, options);
+#endif
+}
+
+/// Reads `path` (a model's config.json), parses it and returns rope_config_from_hf of it.
+/// Throws argument_error when the file cannot be opened or is not valid JSON (the message gives the parser's
+/// byte position), and everything rope_config_from_hf throws.
+///
+/// **Example**
+/// ```
+/// const auto info = posenc::rope_config_from_hf_file("Llama-3.1-8B/config.json");
+/// const posenc::rope_plan plan = posenc::make_rope_plan(info.config, 8192);
+/// ```
+inline hf_rope_info rope_config_from_hf_file(const std::string& path, const hf_options& options = {}) {
+  constexpr const char* fn = "rope_config_from_hf_file";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) detail::throw_invalid_argument(fn, "cannot open path=\"", path, "\"");
+#if POSENC_HAS_EXCEPTIONS
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    detail::throw_invalid_argument(fn, "path=\"", path, "\" is not valid JSON: ", e.what());
+  }
+#else
+  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded()) detail::throw_invalid_argument(fn, "path=\"", path, "\" is not valid JSON");
+#endif
+  return rope_config_from_hf(config, options);
+}
+
+POSENC_END_NAMESPACE

@@ -1,0 +1,316 @@
+// xPos against tests/golden/xpos.txt (torchscale XPOS in mpmath) on every dtype, through the rank-3
+// (N, L, D) input of torchscale via as_nlhd(x, layout::nld), in place and out of place; and its properties:
+// backward(forward(x)) = s^2 x per pair (the backward is the transpose), the q.k score depends only on m - n
+// and not on the centre, and max_safe_distance<T>() follows its formula.
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <posenc/posenc.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using posenc::index_t;
+using posenc::rope_style;
+using posenc::xpos_mode;
+using namespace posenc_test;
+
+template <class T>
+using RowMajor3 = Eigen::Tensor<T, 3, Eigen::RowMajor>;
+
+template <class T>
+std::vector<T> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(u(gen));
+  return v;
+}
+
+posenc::xpos_config config_of(const golden_case& c) {
+  posenc::xpos_config cfg;
+  cfg.head_dim = c.integer("head_dim");
+  cfg.scale_base = c.num("scale_base");
+  cfg.gamma = c.num("gamma");
+  cfg.base = c.num("base");
+  cfg.style = style_of(c);
+  return cfg;
+}
+
+/// Relative tolerance of storage type T for the `relative` cases: one rounding to T (half an ulp relative to
+/// the value, 2^-(mantissa+1)) plus the float arithmetic allowance of test_util's tolerance.
+template <class T>
+double relative_tolerance() {
+  if constexpr (std::is_same_v<T, double>) return 1e-12;
+  else return 2e-6 + std::ldexp(1.0, -dtype_info<T>::mantissa - 1);
+}
+
+/// The feature indices (a, b) of pair i, by the layout definition.
+std::array<index_t, 2> pair_features(rope_style style, index_t d, index_t i) {
+  if (style == rope_style::interleaved) return {2 * i, 2 * i + 1};
+  return {i, i + d / 2};
+}
+
+// ------------------------------------------------------------------------------------------ golden
+
+class XposGolden : public ::testing::TestWithParam<std::string> {};
+
+std::vector<std::string> xpos_case_names() {
+  std::vector<std::string> out;
+  for (const auto& c : load_golden("xpos.txt")) out.push_back(c.name);
+  return out;
+}
+
+// Compares `got` (N, L, D) with the case's y. Tolerance per element: absolute cases as test_util's
+// tolerance<T>, relative cases relative_tolerance<T>() * |y|; both plus the angle bound times the pair's
+// norm (theta = p*w in double is off by up to (p+1)*1.5*2^-52 rad, which moves y by that times |y pair|).
+template <class T>
+void compare(const std::vector<T>& got, const golden_case& c, const std::string& what) {
+  const auto& y = c.array("y");
+  ASSERT_EQ(got.size(), y.values.size()) << what;
+  const index_t d = c.integer("head_dim");
+  const bool relative = c.str("tolerance_mode") == "relative";
+  const double angle_err = 1.5 * std::ldexp(static_cast<double>(c.integer("offset") + y.shape[1]), -52);
+  const rope_style style = style_of(c);
+  int reported = 0;
+  for (std::size_t row = 0; row < got.size() / static_cast<std::size_t>(d); ++row) {
+    for (index_t i = 0; i < d / 2; ++i) {
+      const auto ab = pair_features(style, d, i);
+      const std::size_t a = row * static_cast<std::size_t>(d) + static_cast<std::size_t>(ab[0]);
+      const std::size_t b = row * static_cast<std::size_t>(d) + static_cast<std::size_t>(ab[1]);
+      const double pair_norm = std::hypot(y.values[a], y.values[b]);
+      for (std::size_t e : {a, b}) {
+        const double want = y.values[e];
+        const double err = std::fabs(as_double(got[e]) - want);
+        const double tol = (relative ? relative_tolerance<T>() * std::fabs(want) : tolerance<T>(want)) + angle_err * pair_norm;
+        if (!(err <= tol) && reported++ < 3)
+          ADD_FAILURE() << what << " [" << dtype_info<T>::name << "] element " << e << ": got " << as_double(got[e])
+                        << " expected " << want << " (error " << err << ", tolerance " << tol << ")";
+      }
+    }
+  }
+}
+
+template <class T>
+void run_golden(const golden_case& c, const posenc::xpos_plan& plan, index_t center) {
+  const auto& xs = c.array("x");
+  const index_t n_batch = xs.shape[0], n_len = xs.shape[1], d = xs.shape[2];
+  const auto pos = posenc::positions::offset(c.integer("offset"));
+  const xpos_mode mode = c.integer("downscale") != 0 ? xpos_mode::downscale : xpos_mode::upscale;
+  const std::vector<T> x0 = to_storage<T>(xs);
+  {  // In place.
+    std::vector<T> x = x0;
+    Eigen::TensorMap<RowMajor3<T>> t(x.data(), n_batch, n_len, d);
+    posenc::apply_xpos(plan, posenc::as_nlhd(t, posenc::layout::nld), pos, center, mode);
+    compare(x, c, c.name + " in place");
+  }
+  {  // Out of place: the input is untouched.
+    std::vector<T> x = x0;
+    std::vector<T> y(x.size(), T(0));
+    Eigen::TensorMap<RowMajor3<T>> tx(x.data(), n_batch, n_len, d);
+    Eigen::TensorMap<RowMajor3<T>> ty(y.data(), n_batch, n_len, d);
+    posenc::apply_xpos(plan, posenc::as_nlhd(tx, posenc::layout::nld), posenc::as_nlhd(ty, posenc::layout::nld), pos, center,
+                       mode);
+    compare(y, c, c.name + " out of place");
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(as_double(x[i]), as_double(x0[i])) << c.name << ": input modified";
+  }
+}
+
+TEST_P(XposGolden, AllDtypes) {
+  const auto cases = load_golden("xpos.txt");
+  const golden_case& c = find_case(cases, GetParam());
+  const posenc::xpos_plan plan(config_of(c));
+  const index_t p0 = c.integer("offset");
+  const index_t n_len = c.array("x").shape[1];
+  index_t center = c.integer("center");
+  if (c.integer("center_default") != 0) {
+    center = posenc::xpos_default_center(n_len, p0);
+    EXPECT_EQ(center, c.integer("center")) << "xpos_default_center(" << n_len << ", " << p0 << ")";
+  }
+  run_golden<float>(c, plan, center);
+  run_golden<double>(c, plan, center);
+  run_golden<Eigen::bfloat16>(c, plan, center);
+
+  // Eigen::half: its normal range is [6.1e-5, 65504], so zeta_0^(+-|p - C|/scale_base) stays inside it only for
+  // |p - C| <= max_safe_distance<Eigen::half>() (about 3966 positions at gamma 0.4, scale_base 512). The far_*
+  // cases put the tokens ~30000 positions from the centre: their outputs (~1e-32 / ~1e+32) do not exist in
+  // half, so half is skipped there, and only there.
+  index_t distance = 0;
+  for (index_t l = 0; l < n_len; ++l) distance = std::max<index_t>(distance, std::abs(p0 + l - center));
+  const double half_limit = plan.max_safe_distance<Eigen::half>();
+  const bool far = c.str("tolerance_mode") == "relative";
+  EXPECT_EQ(static_cast<double>(distance) > half_limit, far)
+      << c.name << ": |p - C| up to " << distance << ", half's safe distance " << half_limit;
+  if (static_cast<double>(distance) <= half_limit) run_golden<Eigen::half>(c, plan, center);
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, XposGolden, ::testing::ValuesIn(xpos_case_names()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return camel(p.param); });
+
+// torchscale: min_pos = -(L + P0) // 2 (floor division), the centre is -min_pos.
+TEST(XposDefaultCenter, IsTorchscaleMinPos) {
+  for (index_t n = 0; n <= 9; ++n)
+    for (index_t p0 : {0, 1, 2, 3, 4090, 1000001}) {
+      const index_t total = n + p0;
+      const index_t floor_div = -total / 2 - ((-total) % 2 != 0 ? 1 : 0);  // Python's (-total) // 2
+      EXPECT_EQ(posenc::xpos_default_center(n, p0), -floor_div) << "L=" << n << " P0=" << p0;
+    }
+}
+
+// ------------------------------------------------------------------------------------------ properties
+
+double zeta(index_t i, index_t d, double gamma) {
+  return (2.0 * static_cast<double>(i) / static_cast<double>(d) + gamma) / (1.0 + gamma);
+}
+
+// The backward pass rotates by -theta with the same scale s, so backward(forward(x)) = s^2 x for each pair,
+// s = zeta_i^((p - C)/scale_base) for upscale and its reciprocal for downscale.
+template <class T>
+void check_backward(rope_style style, xpos_mode mode, double rel_tol) {
+  constexpr index_t N = 2, L = 6, D = 16;
+  constexpr index_t p0 = 1500, center = 300;
+  posenc::xpos_config cfg;
+  cfg.head_dim = D;
+  cfg.style = style;
+  const posenc::xpos_plan plan(cfg);
+  const std::vector<T> x = random_values<T>(static_cast<std::size_t>(N * L * D), 17);
+  std::vector<T> y = x;
+  Eigen::TensorMap<RowMajor3<T>> t(y.data(), N, L, D);
+  const auto pos = posenc::positions::offset(p0);
+  posenc::apply_xpos(plan, posenc::as_nlhd(t, posenc::layout::nld), pos, center, mode);
+  posenc::apply_xpos_backward(plan, posenc::as_nlhd(t, posenc::layout::nld), pos, center, mode);
+  const std::string what = std::string(style == rope_style::interleaved ? "interleaved" : "half_split") +
+                           (mode == xpos_mode::upscale ? " up " : " down ") + dtype_info<T>::name;
+  for (index_t n = 0; n < N; ++n)
+    for (index_t l = 0; l < L; ++l)
+      for (index_t i = 0; i < D / 2; ++i) {
+        double s = std::pow(zeta(i, D, cfg.gamma), static_cast<double>(p0 + l - center) / cfg.scale_base);
+        if (mode == xpos_mode::downscale) s = 1.0 / s;
+        for (index_t f : pair_features(style, D, i)) {
+          const std::size_t e = static_cast<std::size_t>((n * L + l) * D + f);
+          const double want = s * s * static_cast<double>(x[e]);
+          EXPECT_NEAR(static_cast<double>(y[e]), want, rel_tol * std::max(std::fabs(want), s * s)) << what << " element " << e;
+        }
+      }
+}
+
+TEST(XposProperties, BackwardOfForwardIsScaleSquared) {
+  for (rope_style style : {rope_style::interleaved, rope_style::half_split})
+    for (xpos_mode mode : {xpos_mode::upscale, xpos_mode::downscale}) {
+      check_backward<double>(style, mode, 1e-13);
+      check_backward<float>(style, mode, 1e-6);
+    }
+}
+
+// <xpos_up(q, m), xpos_down(k, n)> = sum_i zeta_i^((m-n)/scale_base) * <R(m w_i) q_i, R(n w_i) k_i>, which
+// depends on m - n only; the centre cancels. Checked against that formula for centres 0, 1000 and 100000
+// at positions around 100000 (where zeta^(+-p/512) reaches 1e+-106: double storage). The error bound is the
+// angle error (p+1)*2^-52 per rotation times |q||k|, and ~1e-12 relative for the scale's exp.
+TEST(XposProperties, ScoreDependsOnlyOnDistanceNotCentre) {
+  constexpr index_t D = 32;
+  for (rope_style style : {rope_style::interleaved, rope_style::half_split}) {
+    posenc::xpos_config cfg;
+    cfg.head_dim = D;
+    cfg.style = style;
+    const posenc::xpos_plan plan(cfg);
+    const std::vector<double> q0 = random_values<double>(D, 91);
+    const std::vector<double> k0 = random_values<double>(D, 92);
+    double qq = 0.0, kk = 0.0;
+    for (index_t f = 0; f < D; ++f) {
+      qq += q0[static_cast<std::size_t>(f)] * q0[static_cast<std::size_t>(f)];
+      kk += k0[static_cast<std::size_t>(f)] * k0[static_cast<std::size_t>(f)];
+    }
+    const auto expected = [&](index_t m, index_t n) {  // the formula, from the definition
+      double s = 0.0;
+      for (index_t i = 0; i < D / 2; ++i) {
+        const auto ab = pair_features(style, D, i);
+        const double qa = q0[static_cast<std::size_t>(ab[0])], qb = q0[static_cast<std::size_t>(ab[1])];
+        const double ka = k0[static_cast<std::size_t>(ab[0])], kb = k0[static_cast<std::size_t>(ab[1])];
+        const double phi = static_cast<double>(n - m) * std::pow(10000.0, -2.0 * static_cast<double>(i) / D);
+        const double rot = qa * (ka * std::cos(phi) - kb * std::sin(phi)) + qb * (kb * std::cos(phi) + ka * std::sin(phi));
+        s += std::pow(zeta(i, D, 0.4), static_cast<double>(m - n) / 512.0) * rot;
+      }
+      return s;
+    };
+    const auto score = [&](index_t m, index_t n, index_t center, bool qk_call) {
+      std::vector<double> q = q0;
+      std::vector<double> k = k0;
+      posenc::strided_view<double, 4> vq(q.data(), {1, 1, 1, D});
+      posenc::strided_view<double, 4> vk(k.data(), {1, 1, 1, D});
+      if (qk_call) {  // one call, q up and k down; needs m == n (one position per token)
+        posenc::apply_xpos_qk(plan, vq, vk, posenc::positions::offset(m), center);
+      } else {
+        posenc::apply_xpos(plan, vq, posenc::positions::offset(m), center, xpos_mode::upscale);
+        posenc::apply_xpos(plan, vk, posenc::positions::offset(n), center, xpos_mode::downscale);
+      }
+      double s = 0.0;
+      for (std::size_t f = 0; f < q.size(); ++f) s += q[f] * k[f];
+      return s;
+    };
+    const double qk = std::sqrt(qq * kk);
+    const std::string sname = style == rope_style::interleaved ? "interleaved" : "half_split";
+    for (index_t center : {0, 1000, 100000}) {
+      for (const auto& [m, n] : {std::array<index_t, 2>{100003, 100001}, {100000, 100000}, {99990, 100030},
+                                 {100700, 100000}}) {
+        const double tol = qk * (4.0 * static_cast<double>(m + n + 2) * std::ldexp(1.0, -52) + 1e-12) *
+                           std::pow(zeta(0, D, 0.4), -std::fabs(static_cast<double>(m - n)) / 512.0);
+        EXPECT_NEAR(score(m, n, center, false), expected(m, n), tol)
+            << sname << " C=" << center << " (m, n)=(" << m << ", " << n << ")";
+      }
+      // apply_xpos_qk (q up, k down in one call) equals the two separate calls.
+      EXPECT_NEAR(score(100005, 100005, center, true), score(100005, 100005, center, false), 1e-13 * qk) << sname << " C=" << center;
+    }
+    // And across centres directly (the same distance at different absolute positions).
+    const double ref = score(100003, 100001, 0, false);
+    EXPECT_NEAR(score(100023, 100021, 100000, false), ref, 1e-9 * qk) << sname;
+    EXPECT_NEAR(score(3, 1, 1000, false), ref, 1e-9 * qk) << sname;
+    EXPECT_GT(std::fabs(score(100004, 100001, 0, false) - ref), 1e-3) << sname << ": the score must depend on m - n";
+  }
+}
+
+// max_safe_distance<T>() = scale_base * min(ln max(T), -ln min(T)) / ln(1/zeta_0), zeta_0 = gamma/(1+gamma).
+template <class T>
+double safe_distance_formula(double scale_base, double gamma) {
+  const double lmax = std::log(static_cast<double>(static_cast<float>(std::numeric_limits<T>::max())));
+  const double lmin = -std::log(static_cast<double>(static_cast<float>(std::numeric_limits<T>::min())));
+  return scale_base * std::min(lmax, lmin) / std::log((1.0 + gamma) / gamma);
+}
+template <>
+double safe_distance_formula<double>(double scale_base, double gamma) {
+  const double lmax = std::log(std::numeric_limits<double>::max());
+  const double lmin = -std::log(std::numeric_limits<double>::min());
+  return scale_base * std::min(lmax, lmin) / std::log((1.0 + gamma) / gamma);
+}
+
+TEST(XposPlan, MaxSafeDistance) {
+  for (const auto& [scale_base, gamma] : {std::array<double, 2>{512.0, 0.4}, {256.0, 0.8}, {2048.0, 0.1}}) {
+    posenc::xpos_config cfg;
+    cfg.head_dim = 64;
+    cfg.scale_base = scale_base;
+    cfg.gamma = gamma;
+    const posenc::xpos_plan plan(cfg);
+    const std::string what = "scale_base " + std::to_string(scale_base) + " gamma " + std::to_string(gamma);
+    EXPECT_NEAR(plan.max_safe_distance<float>(), safe_distance_formula<float>(scale_base, gamma), 1e-9) << what;
+    EXPECT_NEAR(plan.max_safe_distance<Eigen::half>(), safe_distance_formula<Eigen::half>(scale_base, gamma), 1e-9) << what;
+    EXPECT_NEAR(plan.max_safe_distance<Eigen::bfloat16>(), safe_distance_formula<Eigen::bfloat16>(scale_base, gamma), 1e-9)
+        << what;
+    EXPECT_NEAR(plan.max_safe_distance<double>(), safe_distance_formula<double>(scale_base, gamma), 1e-8) << what;
+  }
+  // The defaults quoted in xpos.hpp (gamma 0.4, scale_base 512).
+  posenc::xpos_config cfg;
+  cfg.head_dim = 16;
+  const posenc::xpos_plan plan(cfg);
+  EXPECT_NEAR(plan.max_safe_distance<float>(), 35694.15, 0.01);
+  EXPECT_NEAR(plan.max_safe_distance<Eigen::bfloat16>(), 35694.15, 0.01);
+  EXPECT_NEAR(plan.max_safe_distance<Eigen::half>(), 3966.02, 0.01);
+  EXPECT_NEAR(plan.max_safe_distance<double>(), 289519.23, 0.01);
+}
+
+}  // namespace
