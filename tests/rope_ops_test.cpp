@@ -244,3 +244,21 @@ TEST(ShiftRope, RejectsBadInput) {
 }
 
 }  // namespace
+
+namespace {
+
+// An empty batch writes nothing but its arguments are still checked (a negative offset is a caller bug
+// whether or not this step has tokens).
+TEST(ApplyRopeEmpty, StillValidatesPositions) {
+  posenc::rope_config cfg;
+  cfg.head_dim = 8;
+  const auto plan = posenc::make_rope_plan(cfg);
+  std::vector<float> none;
+  posenc::strided_view<float, 4> empty(none.data(), {2, 0, 1, 8});
+  EXPECT_NO_THROW(posenc::apply_rope(plan, empty, posenc::positions::offset(3)));
+  EXPECT_THROW(posenc::apply_rope(plan, empty, posenc::positions::offset(-1)), posenc::argument_error);
+  const std::int64_t one[] = {4};
+  EXPECT_THROW(posenc::apply_rope(plan, empty, posenc::positions::per_sequence(one, 1)), posenc::argument_error);
+}
+
+}  // namespace

@@ -3,14 +3,18 @@
 // The umbrella header: every public posenc API. Engines that want less include one header per encoding.
 #pragma once
 
+#include "posenc/alibi.hpp"        // IWYU pragma: export
 #include "posenc/compat.hpp"       // IWYU pragma: export
 #include "posenc/config.hpp"       // IWYU pragma: export
 #include "posenc/error.hpp"        // IWYU pragma: export
+#include "posenc/learned.hpp"      // IWYU pragma: export
 #include "posenc/mrope.hpp"        // IWYU pragma: export
 #include "posenc/positions.hpp"    // IWYU pragma: export
+#include "posenc/relative_bias.hpp" // IWYU pragma: export
 #include "posenc/rope.hpp"         // IWYU pragma: export
 #include "posenc/rope_ops.hpp"     // IWYU pragma: export
 #include "posenc/rope_scaling.hpp" // IWYU pragma: export
+#include "posenc/sinusoidal.hpp"   // IWYU pragma: export
 #include "posenc/tensor_view.hpp"  // IWYU pragma: export
 #include "posenc/version.hpp"      // IWYU pragma: export
 #include "posenc/xpos.hpp"         // IWYU pragma: export

@@ -91,29 +91,31 @@ namespace detail {
 /// Checks `p` against a batch of N sequences of L tokens; returns the largest position (-1 when empty).
 inline index_t validate_positions(const char* fn, const positions& p, index_t n, index_t l) {
   constexpr index_t big = std::numeric_limits<index_t>::max();
-  if (n == 0 || l == 0) return -1;
+  // Form, shape and signs are checked even for an empty batch (N or L = 0); values are read only where they
+  // exist. The largest position is -1 when there is no token.
+  const index_t last = l > 0 ? l - 1 : 0;
   index_t max_pos = -1;
   switch (p.form_) {
     case positions::form::offset:
       if (p.start_ < 0) throw_invalid_argument(fn, "positions offset=", p.start_, " must be >= 0");
-      if (p.start_ > big - (l - 1)) throw_invalid_argument(fn, "positions offset=", p.start_, " + length ", l, " overflows int64");
-      max_pos = p.start_ + l - 1;
+      if (p.start_ > big - last) throw_invalid_argument(fn, "positions offset=", p.start_, " + length ", l, " overflows int64");
+      if (n > 0 && l > 0) max_pos = p.start_ + last;
       break;
     case positions::form::per_sequence:
       if (p.count_ != n) throw_invalid_argument(fn, "positions per_sequence count=", p.count_, " does not match batch N=", n);
-      if (!p.has_data()) throw_invalid_argument(fn, "positions per_sequence offsets are null");
+      if (n > 0 && !p.has_data()) throw_invalid_argument(fn, "positions per_sequence offsets are null");
       for (index_t i = 0; i < n; ++i) {
         const index_t v = p.value(i);
         if (v < 0) throw_invalid_argument(fn, "positions offset[", i, "]=", v, " must be >= 0");
-        if (v > big - (l - 1)) throw_invalid_argument(fn, "positions offset[", i, "]=", v, " + length ", l, " overflows int64");
-        max_pos = v + l - 1 > max_pos ? v + l - 1 : max_pos;
+        if (v > big - last) throw_invalid_argument(fn, "positions offset[", i, "]=", v, " + length ", l, " overflows int64");
+        if (l > 0) max_pos = v + last > max_pos ? v + last : max_pos;
       }
       break;
     case positions::form::per_token:
       if (p.count_ != n || p.length_ != l)
         throw_invalid_argument(fn, "positions per_token shape (", p.count_, ", ", p.length_, ") does not match (N, L)=(", n, ", ", l, ")");
       if (p.stride_ < l) throw_invalid_argument(fn, "positions row_stride=", p.stride_, " is less than L=", l);
-      if (!p.has_data()) throw_invalid_argument(fn, "positions per_token ids are null");
+      if (n > 0 && l > 0 && !p.has_data()) throw_invalid_argument(fn, "positions per_token ids are null");
       for (index_t i = 0; i < n; ++i)
         for (index_t j = 0; j < l; ++j) {
           const index_t v = p.value(i * p.stride_ + j);

@@ -1,0 +1,381 @@
+// The `posenc` command-line tool: positional encodings on NumPy .npy files, to the contract of
+// shared/CLI_SPEC.md. Every formula comes from the library; this file only parses flags, reads and writes
+// .npy files and maps layouts onto library views.
+//
+// Exit codes: 0 on success; 1 for bad input (a one-line message on stderr, no output file written); the
+// argument parser's own codes (100..114) for unknown flags or malformed values.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <posenc/npy.hpp>
+#include <posenc/posenc.hpp>
+
+namespace {
+
+using posenc::index_t;
+
+[[noreturn]] void fail(const std::string& msg) { throw posenc::argument_error("posenc: " + msg); }
+
+// ------------------------------------------------------------------------------------------ .npy helpers
+
+/// The same array seen as rank 1 (the element order is unchanged).
+posenc::npy_array flat(posenc::npy_array a) {
+  a.shape = {a.size()};
+  return a;
+}
+
+/// Positions of an int32/int64 .npy file as int64.
+std::vector<std::int64_t> read_positions(const std::string& path, std::vector<index_t>& shape) {
+  const posenc::npy_array a = posenc::read_npy(path);
+  shape = a.shape;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(a.size()));
+  if (a.dtype != "<i8" && a.dtype != "<i4") fail(path + ": positions must be int32 or int64, got " + a.dtype);
+  const auto t = posenc::npy_to_tensor<std::int64_t, 1>(flat(a));
+  std::copy(t.data(), t.data() + t.size(), out.begin());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] < 0) fail(path + ": position " + std::to_string(out[i]) + " at index " + std::to_string(i) + " is negative");
+  return out;
+}
+
+std::vector<double> read_factors(const std::string& path) {
+  const posenc::npy_array a = posenc::read_npy(path);
+  if (a.shape.size() != 1) fail(path + ": factors must have shape [R/2]");
+  const auto t = posenc::npy_to_tensor<double, 1>(a);
+  return std::vector<double>(t.data(), t.data() + t.size());
+}
+
+/// Calls f(T{}) with the element type of a float .npy array.
+template <class F>
+void with_float_dtype(const posenc::npy_array& a, const std::string& path, F&& f) {
+  if (a.dtype == "<f4") f(float{});
+  else if (a.dtype == "<f8") f(double{});
+  else if (a.dtype == "<f2") f(Eigen::half{});
+  else fail(path + ": input must be float16, float32 or float64 (<f2, <f4, <f8), got " + a.dtype);
+}
+
+/// The (N, L, H, D) view of an input laid out as `layout` (NLHD, NHLD, LHD, LD, NLD).
+template <class T>
+posenc::strided_view<T, 4> view_as(T* data, const std::vector<index_t>& shape, const std::string& layout,
+                                   const std::string& path) {
+  const std::size_t rank = layout.size();
+  if (shape.size() != rank)
+    fail(path + ": layout " + layout + " needs a tensor of rank " + std::to_string(rank) + ", got rank " +
+         std::to_string(shape.size()));
+  if (layout == "NLHD") return posenc::as_nlhd(posenc::strided_view<T, 4>(data, {shape[0], shape[1], shape[2], shape[3]}));
+  if (layout == "NHLD")
+    return posenc::as_nlhd(posenc::strided_view<T, 4>(data, {shape[0], shape[1], shape[2], shape[3]}), posenc::layout::nhld);
+  if (layout == "LHD") return posenc::as_nlhd(posenc::strided_view<T, 3>(data, {shape[0], shape[1], shape[2]}), posenc::layout::lhd);
+  if (layout == "NLD") return posenc::as_nlhd(posenc::strided_view<T, 3>(data, {shape[0], shape[1], shape[2]}), posenc::layout::nld);
+  return posenc::as_nlhd(posenc::strided_view<T, 2>(data, {shape[0], shape[1]}));
+}
+
+// ------------------------------------------------------------------------------------------------ rope
+
+struct rope_args {
+  std::string input, output, layout = "NLHD", style = "half-split", scaling = "none", positions, short_factors,
+                          long_factors, mrope_sections, mrope_layout = "chunked";
+  index_t rotary_dim = 0, offset = 0, original_max = 0;
+  double base = 10000.0, factor = 1.0, beta_fast = 32.0, beta_slow = 1.0, attention_factor = 0.0,
+         low_freq_factor = 1.0, high_freq_factor = 4.0;
+  bool inverse = false, has_attention_factor = false;
+};
+
+std::array<index_t, 3> parse_sections(const std::string& s) {
+  std::array<index_t, 3> out{};
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < 3; ++k) {
+    const std::size_t comma = s.find(',', at);
+    const std::string tok = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos || (k < 2) == (comma == std::string::npos))
+      fail("--mrope-sections must be three non-negative integers T,H,W, got '" + s + "'");
+    out[k] = std::stoll(tok);
+    at = comma + 1;
+  }
+  return out;
+}
+
+void run_rope(const rope_args& a) {
+  posenc::npy_array x = posenc::read_npy(a.input);
+  with_float_dtype(x, a.input, [&](auto tag) {
+    using T = decltype(tag);
+    auto* data = reinterpret_cast<T*>(x.data.data());
+    const posenc::strided_view<T, 4> v = view_as(data, x.shape, a.layout, a.input);
+    const index_t n = v.extent(0), l = v.extent(1), d = v.extent(3);
+
+    posenc::rope_config cfg;
+    cfg.head_dim = d;
+    cfg.rotary_dim = a.rotary_dim == 0 ? d : a.rotary_dim;
+    cfg.base = a.base;
+    cfg.style = a.style == "interleaved" ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+    const index_t m = a.original_max;
+    if (a.scaling == "linear") cfg.scaling = posenc::rope_scaling::linear(a.factor);
+    else if (a.scaling == "ntk") cfg.scaling = posenc::rope_scaling::ntk(a.factor);
+    else if (a.scaling == "dynamic-ntk") cfg.scaling = posenc::rope_scaling::dynamic_ntk(a.factor, m);
+    else if (a.scaling == "yarn") cfg.scaling = posenc::rope_scaling::yarn(a.factor, m, a.beta_fast, a.beta_slow);
+    else if (a.scaling == "llama3") cfg.scaling = posenc::rope_scaling::llama3(a.factor, a.low_freq_factor, a.high_freq_factor, m);
+    else if (a.scaling == "longrope") {
+      if (a.short_factors.empty() || a.long_factors.empty()) fail("--scaling longrope needs --short-factors and --long-factors");
+      cfg.scaling = posenc::rope_scaling::longrope(read_factors(a.short_factors), read_factors(a.long_factors), m, a.factor);
+    }
+    if (a.has_attention_factor) cfg.scaling.attention_factor = a.attention_factor;
+
+    // Positions: explicit ids ([L] or [N, L]; MRoPE: [3, L] or [N, 3, L]) or offset .. offset + L - 1.
+    std::vector<index_t> pshape;
+    std::vector<std::int64_t> ids;
+    if (!a.positions.empty()) ids = read_positions(a.positions, pshape);
+    const bool mrope = !a.mrope_sections.empty();
+    index_t max_pos = a.offset + l - 1;
+    if (!ids.empty()) max_pos = *std::max_element(ids.begin(), ids.end());
+    const posenc::rope_plan plan = posenc::make_rope_plan(cfg, max_pos + 1);
+
+    if (mrope) {
+      if (cfg.style != posenc::rope_style::half_split) fail("--mrope-sections needs --style half-split");
+      if (a.positions.empty()) fail("--mrope-sections needs --positions of shape [3, L] or [N, 3, L]");
+      const posenc::mrope_plan mp(plan, parse_sections(a.mrope_sections),
+                                  a.mrope_layout == "interleaved" ? posenc::mrope_layout::interleaved : posenc::mrope_layout::chunked);
+      posenc::mrope_positions pos = posenc::mrope_positions::shared(ids.data(), l);
+      if (pshape.size() == 2 && pshape[0] == 3 && pshape[1] == l) {
+      } else if (pshape.size() == 3 && pshape[0] == n && pshape[1] == 3 && pshape[2] == l) {
+        pos = posenc::mrope_positions::per_token(ids.data(), n, l);
+      } else {
+        fail(a.positions + ": MRoPE positions must have shape [3, L] or [N, 3, L] with N=" + std::to_string(n) +
+             ", L=" + std::to_string(l));
+      }
+      if (a.inverse) posenc::apply_mrope_backward(mp, v, pos);
+      else posenc::apply_mrope(mp, v, pos);
+    } else {
+      posenc::positions pos = posenc::positions::offset(a.offset);
+      std::vector<std::int64_t> tiled;
+      if (!a.positions.empty()) {
+        if (pshape.size() == 1 && pshape[0] == l) {
+          for (index_t b = 0; b < n; ++b) tiled.insert(tiled.end(), ids.begin(), ids.end());
+          pos = posenc::positions::per_token(tiled.data(), n, l);
+        } else if (pshape.size() == 2 && pshape[0] == n && pshape[1] == l) {
+          pos = posenc::positions::per_token(ids.data(), n, l);
+        } else {
+          fail(a.positions + ": positions must have shape [L] or [N, L] with N=" + std::to_string(n) + ", L=" + std::to_string(l));
+        }
+      }
+      if (a.inverse) posenc::apply_rope_backward(plan, v, pos);
+      else posenc::apply_rope(plan, v, pos);
+    }
+  });
+  posenc::write_npy(a.output, x.dtype, x.shape, x.data.data());
+}
+
+// ------------------------------------------------------------------------------------------------ xpos
+
+struct xpos_args {
+  std::string input, output, layout = "NLD", style = "interleaved";
+  index_t offset = 0, center = -1;
+  double scale_base = 512.0, gamma = 0.4, base = 10000.0;
+  bool downscale = false;
+};
+
+void run_xpos(const xpos_args& a) {
+  posenc::npy_array x = posenc::read_npy(a.input);
+  with_float_dtype(x, a.input, [&](auto tag) {
+    using T = decltype(tag);
+    const posenc::strided_view<T, 4> v = view_as(reinterpret_cast<T*>(x.data.data()), x.shape, a.layout, a.input);
+    posenc::xpos_config cfg;
+    cfg.head_dim = v.extent(3);
+    cfg.scale_base = a.scale_base;
+    cfg.gamma = a.gamma;
+    cfg.base = a.base;
+    cfg.style = a.style == "half-split" ? posenc::rope_style::half_split : posenc::rope_style::interleaved;
+    const posenc::xpos_plan plan(cfg);
+    const index_t center = a.center >= 0 ? a.center : posenc::xpos_default_center(v.extent(1), a.offset);
+    posenc::apply_xpos(plan, v, posenc::positions::offset(a.offset), center,
+                       a.downscale ? posenc::xpos_mode::downscale : posenc::xpos_mode::upscale);
+  });
+  posenc::write_npy(a.output, x.dtype, x.shape, x.data.data());
+}
+
+// ------------------------------------------------------------------------------ alibi, t5, sinusoidal
+
+struct table_args {
+  std::string output, layout = "interleaved";
+  index_t heads = 0, query_len = 0, key_len = 0, query_offset = 0, num_buckets = 32, max_distance = 128, length = 0,
+          dim = 0, offset = 0;
+  double max_bias = 8.0, base = 10000.0;
+  bool symmetric = false, causal = false;
+};
+
+void run_alibi(const table_args& a) {
+  posenc::alibi_config cfg;
+  cfg.num_heads = a.heads;
+  cfg.max_bias = a.max_bias;
+  cfg.form = a.symmetric ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
+  std::vector<float> b(static_cast<std::size_t>(a.heads * a.query_len * a.key_len));
+  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(b.data(), {a.heads, a.query_len, a.key_len}), a.query_offset);
+  posenc::write_npy(a.output, "<f4", {a.heads, a.query_len, a.key_len}, b.data());
+}
+
+void run_alibi_slopes(const table_args& a) {
+  posenc::alibi_config cfg;
+  cfg.num_heads = a.heads;
+  cfg.max_bias = a.max_bias;
+  std::vector<float> s(static_cast<std::size_t>(a.heads));
+  posenc::alibi_slopes(cfg, posenc::strided_view<float, 1>(s.data(), {a.heads}));
+  posenc::write_npy(a.output, "<f4", {a.heads}, s.data());
+}
+
+void run_t5_buckets(const table_args& a) {
+  const posenc::t5_bucket_config cfg{!a.causal, a.num_buckets, a.max_distance};
+  std::vector<std::int64_t> b(static_cast<std::size_t>(a.query_len * a.key_len));
+  posenc::t5_bucket_table(posenc::strided_view<std::int64_t, 2>(b.data(), {a.query_len, a.key_len}), cfg, a.query_offset);
+  posenc::write_npy(a.output, "<i8", {a.query_len, a.key_len}, b.data());
+}
+
+void run_sinusoidal(const table_args& a) {
+  posenc::sinusoidal_config cfg;
+  cfg.dim = a.dim;
+  cfg.base = a.base;
+  cfg.layout = a.layout == "concat" ? posenc::sinusoidal_layout::concat : posenc::sinusoidal_layout::interleaved;
+  std::vector<float> t(static_cast<std::size_t>(a.length * a.dim));
+  posenc::sinusoidal_table(posenc::strided_view<float, 2>(t.data(), {a.length, a.dim}), cfg, a.offset);
+  posenc::write_npy(a.output, "<f4", {a.length, a.dim}, t.data());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"posenc: transformer positional encodings on NumPy .npy files (shared/CLI_SPEC.md)", "posenc"};
+  app.set_version_flag("--version", std::string("posenc ") + POSENC_VERSION_STRING);
+  app.require_subcommand(1);
+  // One-line messages naming the value; CLI11's own range validators print the double range's bounds.
+  const auto number_check = [](bool strict) {
+    return CLI::Validator(
+        [strict](std::string& s) -> std::string {
+          char* end = nullptr;
+          const double v = std::strtod(s.c_str(), &end);
+          if (end == s.c_str() || *end != '\0' || !std::isfinite(v)) return "'" + s + "' is not a number";
+          if (strict ? !(v > 0) : !(v >= 0)) return "value " + s + (strict ? " must be > 0" : " must be >= 0");
+          return std::string();
+        },
+        strict ? "POSITIVE" : "NONNEGATIVE");
+  };
+  const auto non_negative = number_check(false);
+  const auto positive = number_check(true);
+
+  rope_args ra;
+  CLI::App* rope = app.add_subcommand("rope", "Rotary position embedding (RoPE) of q or k");
+  rope->add_option("--input", ra.input, "input .npy (float16/32/64)")->required();
+  rope->add_option("--output", ra.output, "output .npy (same dtype and shape)")->required();
+  rope->add_option("--layout", ra.layout, "NLHD|NHLD|LHD|LD")->check(CLI::IsMember({"NLHD", "NHLD", "LHD", "LD"}));
+  rope->add_option("--style", ra.style, "half-split|interleaved")->check(CLI::IsMember({"half-split", "interleaved"}));
+  rope->add_option("--rotary-dim", ra.rotary_dim, "rotated features R (default D)")->check(positive);
+  rope->add_option("--base", ra.base, "rope theta (default 10000)")->check(positive);
+  rope->add_option("--offset", ra.offset, "first position P0 (default 0)")->check(non_negative);
+  rope->add_option("--positions", ra.positions, "explicit positions .npy, [L] or [N, L] (MRoPE: [3, L] or [N, 3, L])");
+  rope->add_option("--scaling", ra.scaling, "none|linear|ntk|dynamic-ntk|yarn|llama3|longrope")
+      ->check(CLI::IsMember({"none", "linear", "ntk", "dynamic-ntk", "yarn", "llama3", "longrope"}));
+  rope->add_option("--factor", ra.factor, "scaling factor")->check(positive);
+  rope->add_option("--original-max-positions", ra.original_max, "original context M")->check(positive);
+  rope->add_option("--beta-fast", ra.beta_fast, "yarn (default 32)")->check(positive);
+  rope->add_option("--beta-slow", ra.beta_slow, "yarn (default 1)")->check(positive);
+  CLI::Option* attention_factor =
+      rope->add_option("--attention-factor", ra.attention_factor, "yarn/longrope cos/sin multiplier")->check(positive);
+  rope->add_option("--low-freq-factor", ra.low_freq_factor, "llama3 (default 1)")->check(positive);
+  rope->add_option("--high-freq-factor", ra.high_freq_factor, "llama3 (default 4)")->check(positive);
+  rope->add_option("--short-factors", ra.short_factors, "longrope short factors .npy [R/2]");
+  rope->add_option("--long-factors", ra.long_factors, "longrope long factors .npy [R/2]");
+  rope->add_flag("--inverse", ra.inverse, "the transpose (backward pass)");
+  rope->add_option("--mrope-sections", ra.mrope_sections, "multimodal RoPE sections T,H,W (T+H+W = R/2)");
+  rope->add_option("--mrope-layout", ra.mrope_layout, "chunked|interleaved")->check(CLI::IsMember({"chunked", "interleaved"}));
+
+  xpos_args xa;
+  CLI::App* xpos = app.add_subcommand("xpos", "xPos (torchscale): RoPE times zeta^((p - C)/scale_base)");
+  xpos->add_option("--input", xa.input, "input .npy")->required();
+  xpos->add_option("--output", xa.output, "output .npy")->required();
+  xpos->add_option("--layout", xa.layout, "NLD|LD|NLHD")->check(CLI::IsMember({"NLD", "LD", "NLHD"}));
+  xpos->add_option("--offset", xa.offset, "first position P0")->check(non_negative);
+  xpos->add_option("--center", xa.center, "scale centre C (default ceil((L + P0)/2))")->check(non_negative);
+  xpos->add_option("--scale-base", xa.scale_base, "default 512")->check(positive);
+  xpos->add_option("--gamma", xa.gamma, "default 0.4")->check(positive);
+  xpos->add_option("--base", xa.base, "default 10000")->check(positive);
+  xpos->add_flag("--downscale", xa.downscale, "divide by the scale (keys)");
+  xpos->add_option("--style", xa.style, "interleaved|half-split")->check(CLI::IsMember({"interleaved", "half-split"}));
+
+  table_args ta;
+  CLI::App* alibi = app.add_subcommand("alibi", "ALiBi bias [H, LQ, LK] = slope_h * (j - (i + P0)), float32");
+  alibi->add_option("--heads", ta.heads, "H")->required()->check(positive);
+  alibi->add_option("--query-len", ta.query_len, "LQ")->required()->check(non_negative);
+  alibi->add_option("--key-len", ta.key_len, "LK")->required()->check(non_negative);
+  alibi->add_option("--output", ta.output, "output .npy")->required();
+  alibi->add_option("--query-offset", ta.query_offset, "P0, position of the first query (default 0)")->check(non_negative);
+  alibi->add_option("--max-bias", ta.max_bias, "default 8")->check(positive);
+  alibi->add_flag("--symmetric", ta.symmetric, "-slope_h * |j - (i + P0)| (encoders)");
+
+  CLI::App* slopes = app.add_subcommand("alibi-slopes", "ALiBi slopes [H], float32");
+  slopes->add_option("--heads", ta.heads, "H")->required()->check(positive);
+  slopes->add_option("--output", ta.output, "output .npy")->required();
+  slopes->add_option("--max-bias", ta.max_bias, "default 8")->check(positive);
+
+  CLI::App* t5 = app.add_subcommand("t5-buckets", "T5 relative-position buckets [LQ, LK], int64");
+  t5->add_option("--query-len", ta.query_len, "LQ")->required()->check(non_negative);
+  t5->add_option("--key-len", ta.key_len, "LK")->required()->check(non_negative);
+  t5->add_option("--output", ta.output, "output .npy")->required();
+  t5->add_option("--query-offset", ta.query_offset, "P0 (default 0)")->check(non_negative);
+  t5->add_option("--num-buckets", ta.num_buckets, "default 32")->check(positive);
+  t5->add_option("--max-distance", ta.max_distance, "default 128")->check(positive);
+  t5->add_flag("--causal", ta.causal, "decoder (unidirectional) buckets");
+
+  CLI::App* sin = app.add_subcommand("sinusoidal", "sinusoidal table [L, D], float32");
+  sin->add_option("--length", ta.length, "L")->required()->check(non_negative);
+  sin->add_option("--dim", ta.dim, "D (even)")->required()->check(positive);
+  sin->add_option("--output", ta.output, "output .npy")->required();
+  sin->add_option("--base", ta.base, "default 10000")->check(positive);
+  sin->add_option("--offset", ta.offset, "first position P0 (default 0)")->check(non_negative);
+  sin->add_option("--layout", ta.layout, "interleaved|concat")->check(CLI::IsMember({"interleaved", "concat"}));
+
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == argv[1];
+    if (!known) {
+      std::string names;
+      for (const CLI::App* sub : app.get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+      std::fprintf(stderr, "posenc: unknown subcommand '%s' (known: %s)\n", argv[1], names.c_str());
+      return static_cast<int>(CLI::ExitCodes::ExtrasError);
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::fprintf(stderr, "posenc: %s (run with --help)\n", what.c_str());
+    return e.get_exit_code() > 0 && e.get_exit_code() < 128 ? e.get_exit_code() : 2;
+  }
+  ra.has_attention_factor = attention_factor->count() > 0;
+  try {
+    if (rope->parsed()) run_rope(ra);
+    else if (xpos->parsed()) run_xpos(xa);
+    else if (alibi->parsed()) run_alibi(ta);
+    else if (slopes->parsed()) run_alibi_slopes(ta);
+    else if (t5->parsed()) run_t5_buckets(ta);
+    else if (sin->parsed()) run_sinusoidal(ta);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::fprintf(stderr, "%s%s\n", what.rfind("posenc", 0) == 0 ? "" : "posenc: ", what.c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,318 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// ALiBi, attention with linear biases (Press, Smith, Lewis 2022, "Train Short, Test Long: Attention with
+// Linear Biases Enables Input Length Extrapolation"): no position enters q or k; instead head h adds
+// slope_h * (j - i) to the attention score of query i and key j. Slopes for any head count (the paper's
+// construction, generalised by max_bias as ggml does), a head range for tensor-parallel shards, the bias
+// tensor, the symmetric -slope*|j - i| form for encoders, and in-place addition to strided attention scores
+// with query offsets for KV caches, an optional causal mask and per-batch slopes.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include <Eigen/Core>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/check.hpp"
+#include "posenc/detail/kernels/alibi_kernel.hpp"
+#include "posenc/detail/math/alibi_slopes.hpp"
+#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/throw.hpp"
+#include "posenc/positions.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+
+/// How the bias grows with the distance d = j - q between key position j and query position q.
+enum class alibi_form {
+  linear,     ///< slope * d: the paper's decoder form (BLOOM, MPT, Falcon-RW, ggml); d <= 0 under a causal mask
+  symmetric,  ///< -slope * |d|: bidirectional encoders (e.g. the symmetric ALiBi of MosaicBERT)
+};
+
+/// What add_alibi_bias does with the keys after the query (j > q).
+enum class alibi_mask {
+  none,    ///< the bias only
+  causal,  ///< the score is set to -infinity (overwritten, not added): a fused causal mask
+};
+
+/// One ALiBi configuration. The slopes depend on the *global* head count, so a tensor-parallel shard names
+/// its heads [head_begin, head_end) of num_heads and local head k gets the slope of global head head_begin + k.
+///
+/// **Example**
+/// ```
+/// posenc::alibi_config cfg;            // BLOOM-176B: 112 heads over 8 GPUs, 14 per shard
+/// cfg.num_heads = 112;
+/// cfg.head_begin = 14 * rank;
+/// cfg.head_end = 14 * (rank + 1);
+/// ```
+struct alibi_config {
+  index_t num_heads = 0;   ///< H, the model's global head count
+  double max_bias = 8.0;   ///< m: slopes 2^(-m(h+1)/n); 8 in the paper, BLOOM and MPT (ggml's max_bias)
+  index_t head_begin = 0;  ///< first global head of this shard
+  index_t head_end = -1;   ///< one past the last global head of this shard; -1 means num_heads
+  alibi_form form = alibi_form::linear;
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_alibi_dtype_v =
+    std::is_same_v<std::remove_cv_t<T>, float> || std::is_same_v<std::remove_cv_t<T>, double> ||
+    std::is_same_v<std::remove_cv_t<T>, Eigen::half> || std::is_same_v<std::remove_cv_t<T>, Eigen::bfloat16>;
+
+/// Validates a configuration; returns the global head range [begin, end).
+inline std::array<index_t, 2> check_alibi_config(const char* fn, const alibi_config& cfg) {
+  if (cfg.num_heads <= 0) throw_invalid_argument(fn, "num_heads=", cfg.num_heads, " must be > 0");
+  if (!(std::isfinite(cfg.max_bias) && cfg.max_bias > 0.0))
+    throw_invalid_argument(fn, "max_bias=", cfg.max_bias, " must be finite and > 0");
+  if (cfg.form != alibi_form::linear && cfg.form != alibi_form::symmetric)
+    throw_invalid_argument(fn, "form=", static_cast<int>(cfg.form), " is not an alibi_form");
+  const index_t end = cfg.head_end == -1 ? cfg.num_heads : cfg.head_end;
+  if (cfg.head_begin < 0 || cfg.head_begin >= cfg.num_heads)
+    throw_invalid_argument(fn, "head_begin=", cfg.head_begin, " is outside [0, num_heads=", cfg.num_heads, ")");
+  if (end <= cfg.head_begin || end > cfg.num_heads)
+    throw_invalid_argument(fn, "head_end=", cfg.head_end, " gives the head range [", cfg.head_begin, ", ", end,
+                           "), empty or past num_heads=", cfg.num_heads);
+  return {cfg.head_begin, end};
+}
+
+inline void check_alibi_mask(const char* fn, alibi_mask mask) {
+  if (mask != alibi_mask::none && mask != alibi_mask::causal)
+    throw_invalid_argument(fn, "mask=", static_cast<int>(mask), " is not an alibi_mask");
+}
+
+/// The scores (or bias) view of a call: [N, H, Lq, Lk] as it is, [H, Lq, Lk] as [1, H, Lq, Lk].
+template <class T, std::size_t R>
+strided_view<T, 4> as_scores_view(const strided_view<T, R>& v) {
+  static_assert(R == 3 || R == 4, "posenc: attention scores are [N, H, Lq, Lk] or [H, Lq, Lk]");
+  static_assert(!std::is_const_v<T>, "posenc: the attention scores must be writable");
+  static_assert(is_alibi_dtype_v<T>, "posenc: scores of float, double, Eigen::half or Eigen::bfloat16");
+  if constexpr (R == 4) {
+    return v;
+  } else {
+    using A = std::array<index_t, 4>;
+    return strided_view<T, 4>(v.data(), A{1, v.extent(0), v.extent(1), v.extent(2)},
+                              A{0, v.stride(0), v.stride(1), v.stride(2)});
+  }
+}
+
+/// Whether the memory spans of two views of any types and ranks intersect.
+template <class A, std::size_t RA, class B, std::size_t RB>
+bool alibi_spans_overlap(const strided_view<A, RA>& a, const strided_view<B, RB>& b) {
+  using bytes = strided_view<const char, 1>;
+  const bytes ba(reinterpret_cast<const char*>(a.data()), {a.required_span_size() * static_cast<index_t>(sizeof(A))});
+  const bytes bb(reinterpret_cast<const char*>(b.data()), {b.required_span_size() * static_cast<index_t>(sizeof(B))});
+  return spans_overlap(ba, bb);
+}
+
+/// Checks a (checked) scores view against the local head count and the query positions; returns false when
+/// there is nothing to do (an empty tensor).
+template <class T>
+bool check_alibi_scores(const char* fn, const char* name, const strided_view<T, 4>& s, index_t heads,
+                        const positions& pos) {
+  if (s.extent(1) != heads)
+    throw_invalid_argument(fn, name, " has ", s.extent(1), " heads where the configuration's shard has ", heads);
+  // validate_positions skips empty tensors; a negative offset is rejected whatever the shape.
+  if (pos.kind() == positions::form::offset && pos.start() < 0)
+    throw_invalid_argument(fn, "query offset=", pos.start(), " must be >= 0");
+  return validate_positions(fn, pos, s.extent(0), s.extent(2)) >= 0 && s.extent(3) > 0;
+}
+
+}  // namespace detail
+
+/// The slope of global head `head` of `num_heads`, in double (Press et al. 2022, section 3 and the reference
+/// `get_slopes`; ggml_soft_max_ext's max_bias generalisation; BLOOM / HF `build_alibi_tensor` for max_bias 8):
+///   n = the largest power of two <= num_heads;
+///   slope = 2^(-max_bias * (head + 1) / n)                for head < n,
+///   slope = 2^(-max_bias * (2 * (head - n) + 1) / (2n))   otherwise (the odd terms of the 2n-head sequence).
+/// Preconditions: num_heads > 0, 0 <= head < num_heads, max_bias finite and > 0.
+/// Throws argument_error otherwise.
+///
+/// **Example**
+/// ```
+/// posenc::alibi_slope(0, 8);   // 0.5
+/// posenc::alibi_slope(5, 6);   // 2^-3: n = 4, between the slopes of heads 0 and 1 (2^-2, 2^-4)
+/// ```
+inline double alibi_slope(index_t head, index_t num_heads, double max_bias = 8.0) {
+  constexpr const char* fn = "alibi_slope";
+  if (num_heads <= 0) detail::throw_invalid_argument(fn, "num_heads=", num_heads, " must be > 0");
+  if (!(std::isfinite(max_bias) && max_bias > 0.0))
+    detail::throw_invalid_argument(fn, "max_bias=", max_bias, " must be finite and > 0");
+  if (head < 0 || head >= num_heads)
+    detail::throw_invalid_argument(fn, "head=", head, " is outside [0, num_heads=", num_heads, ")");
+  return detail::math::alibi_slope(head, num_heads, max_bias);
+}
+
+/// The number of heads of the configuration's shard, head_end - head_begin (head_end -1 meaning num_heads):
+/// the extent the slopes, bias and scores tensors must have along their head axis.
+/// Throws argument_error if num_heads <= 0, max_bias is not finite and > 0, or the head range is empty or
+/// outside [0, num_heads].
+///
+/// **Example**
+/// ```
+/// posenc::alibi_config cfg{40, 8.0, 10, 20};
+/// posenc::alibi_local_heads(cfg);   // 10
+/// ```
+inline index_t alibi_local_heads(const alibi_config& cfg) {
+  const auto r = detail::check_alibi_config("alibi_local_heads", cfg);
+  return r[1] - r[0];
+}
+
+/// Writes the slopes of the shard's heads: out[k] = alibi_slope(head_begin + k, num_heads, max_bias), formed
+/// in double and rounded to T once. Concatenating the outputs of shards that partition [0, num_heads) gives
+/// the unsharded slopes bit for bit.
+/// `out`: strided_view<T, 1> or a rank-1 Eigen tensor of length alibi_local_heads(cfg); T float, double,
+/// Eigen::half or Eigen::bfloat16.
+/// Throws argument_error, writing nothing, on a bad configuration (see alibi_local_heads) or a wrong length.
+///
+/// **Example**
+/// ```
+/// std::vector<float> s(12);
+/// posenc::alibi_slopes({12}, posenc::strided_view<float, 1>(s.data(), {12}));
+/// // 2^-1, 2^-2, ..., 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5
+/// ```
+template <class X>
+void alibi_slopes(const alibi_config& cfg, X&& out) {
+  constexpr const char* fn = "alibi_slopes";
+  auto v = as_view(std::forward<X>(out));
+  using V = decltype(v);
+  using T = typename V::element_type;
+  static_assert(V::rank == 1, "posenc::alibi_slopes: the output is a rank-1 [H_local] tensor");
+  static_assert(!std::is_const_v<T>, "posenc::alibi_slopes: the output must be writable");
+  static_assert(detail::is_alibi_dtype_v<T>, "posenc::alibi_slopes: float, double, Eigen::half or Eigen::bfloat16");
+  const auto r = detail::check_alibi_config(fn, cfg);
+  detail::check_view(fn, "out", v, true);
+  if (v.extent(0) != r[1] - r[0])
+    detail::throw_invalid_argument(fn, "out length=", v.extent(0), " does not match the ", r[1] - r[0],
+                                   " local heads [", r[0], ", ", r[1], ")");
+  for (index_t k = 0; k < v.extent(0); ++k)
+    v(k) = detail::simd::store_as<T>(detail::math::alibi_slope(r[0] + k, cfg.num_heads, cfg.max_bias));
+}
+
+/// Writes the ALiBi bias tensor of the shard's heads for Lq queries at positions query_offset + i and Lk keys
+/// at positions j (a KV cache of Lk entries with the new queries at its end: query_offset = Lk - Lq):
+///   linear:    out[h, i, j] = slope_h * (j - (i + query_offset))
+///   symmetric: out[h, i, j] = -slope_h * |j - (i + query_offset)|
+///   mask causal: out[h, i, j] = -infinity where j > i + query_offset.
+/// The distance is formed in int64 and multiplied by the double slope; one rounding to T. Source: Press et
+/// al. 2022 (ALiBi). llama.cpp's KQ mask holds -|q - j| for ALiBi models and ggml_soft_max_ext scales it by
+/// the slope: the same values (the symmetric form where attention is not causal). BLOOM / HF
+/// `build_alibi_tensor` adds slope * j instead, dropping the per-row constant -slope * q that softmax
+/// ignores; posenc keeps the relative form, so a bias row does not depend on the cache length.
+/// `out`: strided_view<T, 3> or a rank-3 Eigen tensor [alibi_local_heads(cfg), Lq, Lk], any strides.
+/// Throws argument_error, writing nothing, on a bad configuration, a head extent other than the local head
+/// count, a negative query_offset (or one where query_offset + Lq - 1 overflows) or a bad mask.
+///
+/// **Example**
+/// ```
+/// Eigen::Tensor<float, 3, Eigen::RowMajor> bias(6, 1, 18);            // one decode step after 17 tokens
+/// posenc::alibi_bias({6}, bias, 17);
+/// ```
+template <class X>
+void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alibi_mask mask = alibi_mask::none) {
+  constexpr const char* fn = "alibi_bias";
+  const auto v = as_view(std::forward<X>(out));
+  static_assert(decltype(v)::rank == 3, "posenc::alibi_bias: the output is a rank-3 [H_local, Lq, Lk] tensor");
+  const auto r = detail::check_alibi_config(fn, cfg);
+  detail::check_alibi_mask(fn, mask);
+  detail::check_view(fn, "out", v, true);
+  const auto v4 = detail::as_scores_view(v);
+  const positions pos = positions::offset(query_offset);
+  if (!detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos)) return;
+  detail::alibi_apply<false>(v4, detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, pos,
+                             cfg.form == alibi_form::symmetric, mask == alibi_mask::causal);
+}
+
+/// Adds the ALiBi bias to attention scores in place, before the softmax:
+///   scores[n, h, i, j] += slope_h * (j - q(n, i))        (symmetric form: -slope_h * |j - q(n, i)|)
+/// where q(n, i) = query_pos.at(n, i) is the position of query i of batch row n and key j sits at position
+/// j. With mask causal, scores with j > q(n, i) are set to -infinity instead. Each element is widened to
+/// double, the bias added in double and the sum rounded to T once.
+/// Query positions: positions::offset(P) (a KV cache of P entries before the Lq new queries, the same for
+/// every row), positions::per_sequence (continuous batching: row n has its own cache length) or
+/// positions::per_token (an explicit position per query, e.g. speculative decoding trees). Only j - q matters,
+/// so a sliding-window cache whose first entry is position p0 passes positions shifted by -p0.
+/// Source: Press et al. 2022 (ALiBi); llama.cpp / ggml_soft_max_ext (scores + slope * mask, the mask holding
+/// -|q - j| and -inf after the query under causal attention).
+/// `scores`: strided_view<T, 4> [N, H_local, Lq, Lk] (any strides: e.g. a padded Lk row stride) or [H_local,
+/// Lq, Lk] (N = 1), or an Eigen tensor of rank 4 or 3; only the viewed elements are read and written.
+/// Throws argument_error, writing nothing, on a bad configuration or mask, a head extent other than the local
+/// head count, or positions that are negative, overflow, or do not match (N, Lq).
+///
+/// **Example**
+/// ```
+/// // decode: Lq = 1 new query per sequence after `past` cached tokens, scores [N, H, 1, past + 1]
+/// posenc::add_alibi_bias(cfg, scores, posenc::positions::offset(past), posenc::alibi_mask::causal);
+/// ```
+template <class X>
+void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_pos = positions::offset(0),
+                    alibi_mask mask = alibi_mask::none) {
+  constexpr const char* fn = "add_alibi_bias";
+  const auto sv = as_view(std::forward<X>(scores));
+  const auto r = detail::check_alibi_config(fn, cfg);
+  detail::check_alibi_mask(fn, mask);
+  detail::check_view(fn, "scores", sv, true);
+  const auto v = detail::as_scores_view(sv);
+  if (!detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos)) return;
+  detail::alibi_apply<true>(v, detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, query_pos,
+                            cfg.form == alibi_form::symmetric, mask == alibi_mask::causal);
+}
+
+/// add_alibi_bias with explicit slopes instead of a configuration: `slopes` is [N, H_local] (per batch row,
+/// e.g. requests of different models or head subsets batched together) or [H_local] (the same for every
+/// row: slopes a checkpoint stores, or any custom set), of float, double, Eigen::half or Eigen::bfloat16.
+/// Everything else as the configuration overload; `form` picks linear or symmetric.
+/// Throws argument_error, writing nothing, if the slopes' shape does not match (N, H_local) or H_local, a
+/// slope is not finite, the slopes overlap the scores, or as the configuration overload.
+///
+/// **Example**
+/// ```
+/// float s[2][4] = {{0.5f, 0.25f, 0.125f, 0.0625f}, {0.25f, 0.0625f, 0.015625f, 0.00390625f}};
+/// posenc::add_alibi_bias(posenc::strided_view<const float, 2>(&s[0][0], {2, 4}), scores /* [2, 4, Lq, Lk] */,
+///                        posenc::positions::per_sequence(past, 2), posenc::alibi_mask::causal);
+/// ```
+template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>>
+void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
+                    alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) {
+  constexpr const char* fn = "add_alibi_bias";
+  const auto scores_view = as_view(std::forward<X>(scores));
+  const auto v = detail::as_scores_view(scores_view);
+  const auto sv = as_view(std::forward<S>(slopes));
+  using SV = decltype(sv);
+  using E = std::remove_const_t<typename SV::element_type>;
+  static_assert(SV::rank == 1 || SV::rank == 2, "posenc::add_alibi_bias: slopes are [H_local] or [N, H_local]");
+  static_assert(detail::is_alibi_dtype_v<E>, "posenc::add_alibi_bias: slopes of float, double, half or bfloat16");
+  detail::check_alibi_mask(fn, mask);
+  if (form != alibi_form::linear && form != alibi_form::symmetric)
+    detail::throw_invalid_argument(fn, "form=", static_cast<int>(form), " is not an alibi_form");
+  detail::check_view(fn, "scores", scores_view, true);
+  detail::check_view(fn, "slopes", sv, false);
+  using A = std::array<index_t, 2>;
+  strided_view<const E, 2> s2;
+  if constexpr (SV::rank == 1) {
+    if (sv.extent(0) != v.extent(1))
+      detail::throw_invalid_argument(fn, "slopes length=", sv.extent(0), " does not match the scores' ", v.extent(1), " heads");
+    s2 = strided_view<const E, 2>(sv.data(), A{1, sv.extent(0)}, A{0, sv.stride(0)});
+  } else {
+    if (sv.extent(0) != v.extent(0) || sv.extent(1) != v.extent(1))
+      detail::throw_invalid_argument(fn, "slopes shape (", sv.extent(0), ", ", sv.extent(1), ") does not match scores (N, H)=(",
+                                     v.extent(0), ", ", v.extent(1), ")");
+    s2 = sv;
+  }
+  for (index_t n = 0; n < s2.extent(0); ++n)
+    for (index_t h = 0; h < s2.extent(1); ++h) {
+      const double x = detail::simd::load_as<double>(s2(n, h));
+      if (!std::isfinite(x)) detail::throw_invalid_argument(fn, "slopes[", n, ", ", h, "]=", x, " is not finite");
+    }
+  if (detail::alibi_spans_overlap(s2, v)) detail::throw_invalid_argument(fn, "slopes overlap the scores");
+  if (!detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos)) return;
+  if constexpr (SV::rank == 1) s2 = strided_view<const E, 2>(sv.data(), A{v.extent(0), sv.extent(0)}, A{0, sv.stride(0)});
+  detail::alibi_apply<true>(v, detail::alibi_view_slopes<E>{s2}, query_pos, form == alibi_form::symmetric,
+                            mask == alibi_mask::causal);
+}
+
+POSENC_END_NAMESPACE

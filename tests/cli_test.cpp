@@ -1,0 +1,393 @@
+// End-to-end tests of the `posenc` command-line tool (shared/CLI_SPEC.md): each test writes small .npy files,
+// runs the binary, and compares its output file with the golden data, or checks how it rejects bad input
+// (exit code 1..127, one line on stderr, no output file).
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <posenc/npy.hpp>
+#include <posenc/posenc.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using posenc::index_t;
+using namespace posenc_test;
+
+struct cli_result {
+  int code;
+  std::string err;
+};
+
+std::string work_dir() {
+  static const std::string dir = [] {
+    std::string d = ::testing::TempDir() + "posenc_cli_test_" + std::to_string(::getpid());
+    std::system(("mkdir -p '" + d + "'").c_str());
+    return d;
+  }();
+  return dir;
+}
+
+std::string path(const std::string& name) { return work_dir() + "/" + name; }
+
+bool exists(const std::string& p) { return std::ifstream(p).good(); }
+
+cli_result run(const std::string& args) {
+  const std::string err = path("stderr.txt");
+  const std::string cmd = std::string(POSENC_CLI) + " " + args + " 2> '" + err + "' > /dev/null";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(err);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 255, ss.str()};
+}
+
+template <class S>
+void save(const std::string& file, const std::vector<index_t>& shape, const std::vector<S>& v) {
+  posenc::write_npy(path(file), posenc::detail::npy_dtype_of<S>(), shape, v.data());
+}
+
+std::vector<double> load(const std::string& file, std::vector<index_t>* shape = nullptr) {
+  const posenc::npy_array a = posenc::read_npy(path(file));
+  if (shape) *shape = a.shape;
+  posenc::npy_array f = a;
+  f.shape = {a.size()};
+  if (a.dtype[1] == 'i') {
+    const auto t = posenc::npy_to_tensor<std::int64_t, 1>(f);
+    return std::vector<double>(t.data(), t.data() + t.size());
+  }
+  const auto t = posenc::npy_to_tensor<double, 1>(f);
+  return std::vector<double>(t.data(), t.data() + t.size());
+}
+
+template <class S>
+std::vector<S> as(const std::vector<double>& v) {
+  std::vector<S> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<S>(static_cast<float>(v[i]));
+  if constexpr (std::is_same_v<S, double>) out = v;
+  return out;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= tol * std::max(1.0, std::fabs(want[i]))) && bad++ < 3)
+      ADD_FAILURE() << what << " element " << i << ": got " << got[i] << " want " << want[i];
+}
+
+std::string rope_flags(const golden_case& c) {
+  std::ostringstream f;
+  f << " --style " << (c.str("style") == "interleaved" ? "interleaved" : "half-split") << " --rotary-dim "
+    << c.integer("rotary_dim") << " --base " << c.str("base");
+  const std::string s = c.has("scaling") ? c.str("scaling") : "none";
+  if (s == "linear") f << " --scaling linear --factor " << c.str("factor");
+  if (s == "ntk") f << " --scaling ntk --factor " << c.str("base_rescale_factor");
+  if (s == "yarn")
+    f << " --scaling yarn --factor " << c.str("factor") << " --original-max-positions " << c.str("original_max_positions")
+      << " --beta-fast " << c.str("beta_fast") << " --beta-slow " << c.str("beta_slow");
+  if (s == "yarn" && c.has("attention_factor")) f << " --attention-factor " << c.str("attention_factor");
+  if (s == "llama3")
+    f << " --scaling llama3 --factor " << c.str("factor") << " --original-max-positions " << c.str("original_max_positions")
+      << " --low-freq-factor " << c.str("low_freq_factor") << " --high-freq-factor " << c.str("high_freq_factor");
+  if (c.str("direction") == "inverse") f << " --inverse";
+  return f.str();
+}
+
+// Every rope case the CLI can express (positions as an [N, L] file, or --offset for the offset form).
+void check_rope_case(const std::string& file, const std::string& name) {
+  const auto cases = load_golden(file);
+  const golden_case& c = find_case(cases, name);
+  const auto& x = c.array("x");
+  save("x.npy", x.shape, as<float>(x.values));
+  std::string args = "rope --input '" + path("x.npy") + "' --output '" + path("y.npy") + "'" + rope_flags(c);
+  if (c.str("pos_form") == "offset") {
+    args += " --offset " + c.str("offset");
+  } else {
+    const auto& p = c.array("positions");
+    save("p.npy", p.shape, p.ivalues);
+    args += " --positions '" + path("p.npy") + "'";
+  }
+  std::remove(path("y.npy").c_str());
+  const cli_result r = run(args);
+  ASSERT_EQ(r.code, 0) << args << "\n" << r.err;
+  expect_near_all(load("y.npy"), c.array("y").values, 2e-6, file + ":" + name);
+}
+
+TEST(CliRope, GoldenBasic) {
+  // The CLI has no rotary-offset flag: the `window` cases are library-only.
+  for (const auto& c : load_golden("rope_basic.txt"))
+    if (c.integer("rotary_offset") == 0) check_rope_case("rope_basic.txt", c.name);
+}
+
+TEST(CliRope, GoldenScaling) {
+  for (const char* n : {"none_default", "linear", "ntk", "yarn_default", "yarn_attention_factor", "llama3", "llama3_equal",
+                        "partial_linear"})
+    check_rope_case("rope_scaling.txt", n);
+}
+
+TEST(CliRope, GoldenLongPositions) {
+  for (const auto& c : load_golden("rope_long.txt")) check_rope_case("rope_long.txt", c.name);
+}
+
+// dynamic-ntk and longrope take n = max position + 1 from the positions given (CLI_SPEC.md); the library
+// path with that n is golden-tested, so the CLI must agree with it exactly.
+TEST(CliRope, DynamicAndLongRopeUseMaxPosition) {
+  const std::vector<double> x = [] {
+    std::vector<double> v(1 * 3 * 2 * 16);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::ldexp(static_cast<double>(static_cast<int>(i % 13) - 6), -3);
+    return v;
+  }();
+  save("x.npy", {1, 3, 2, 16}, as<float>(x));
+  const std::vector<std::int64_t> ids{0, 5000, 9000};
+  save("p.npy", {3}, ids);
+  std::vector<double> sf(8), lf(8);
+  for (int i = 0; i < 8; ++i) {
+    sf[static_cast<std::size_t>(i)] = 1.0 + 0.1 * i;
+    lf[static_cast<std::size_t>(i)] = 1.0 + 2.0 * i;
+  }
+  save("sf.npy", {8}, sf);
+  save("lf.npy", {8}, lf);
+  struct variant {
+    std::string flags;
+    posenc::rope_scaling scaling;
+  };
+  const std::vector<variant> variants{
+      {" --scaling dynamic-ntk --factor 4 --original-max-positions 2048", posenc::rope_scaling::dynamic_ntk(4.0, 2048)},
+      {" --scaling longrope --factor 8 --original-max-positions 4096 --short-factors '" + path("sf.npy") + "' --long-factors '" +
+           path("lf.npy") + "'",
+       posenc::rope_scaling::longrope(sf, lf, 4096, 8.0)},
+      {" --scaling longrope --factor 8 --original-max-positions 9001 --short-factors '" + path("sf.npy") + "' --long-factors '" +
+           path("lf.npy") + "'",
+       posenc::rope_scaling::longrope(sf, lf, 9001, 8.0)}};
+  for (const auto& v : variants) {
+    const cli_result r = run("rope --input '" + path("x.npy") + "' --output '" + path("y.npy") + "' --positions '" + path("p.npy") + "'" + v.flags);
+    ASSERT_EQ(r.code, 0) << v.flags << "\n" << r.err;
+    posenc::rope_config cfg;
+    cfg.head_dim = 16;
+    cfg.scaling = v.scaling;
+    std::vector<float> want = as<float>(x);
+    posenc::apply_rope(posenc::make_rope_plan(cfg, 9001), posenc::strided_view<float, 4>(want.data(), {1, 3, 2, 16}),
+                       posenc::positions::per_token(ids.data(), 1, 3));
+    expect_near_all(load("y.npy"), std::vector<double>(want.begin(), want.end()), 0.0, v.flags);
+  }
+}
+
+// Layouts other than NLHD and dtypes other than float32, on the golden half_split_per_token case.
+TEST(CliRope, LayoutsAndDtypes) {
+  const auto cases = load_golden("rope_basic.txt");
+  const golden_case& c = find_case(cases, "half_split_per_token");
+  const auto& x = c.array("x");
+  const auto& y = c.array("y").values;
+  const index_t n = x.shape[0], l = x.shape[1], h = x.shape[2], d = x.shape[3];
+  const auto& p = c.array("positions");
+  save("p.npy", p.shape, p.ivalues);
+  const std::string common = " --positions '" + path("p.npy") + "'" + rope_flags(c);
+  // NHLD: transpose in, transpose the expected output.
+  std::vector<double> xt(x.values.size()), yt(y.size());
+  for (index_t a = 0; a < n; ++a)
+    for (index_t b = 0; b < l; ++b)
+      for (index_t e = 0; e < h; ++e)
+        for (index_t f = 0; f < d; ++f) {
+          const auto src = static_cast<std::size_t>(((a * l + b) * h + e) * d + f);
+          const auto dst = static_cast<std::size_t>(((a * h + e) * l + b) * d + f);
+          xt[dst] = x.values[src];
+          yt[dst] = y[src];
+        }
+  save("x.npy", {n, h, l, d}, as<float>(xt));
+  cli_result r = run("rope --layout NHLD --input '" + path("x.npy") + "' --output '" + path("y.npy") + "'" + common);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<index_t> shape;
+  expect_near_all(load("y.npy", &shape), yt, 2e-6, "NHLD");
+  EXPECT_EQ(shape, (std::vector<index_t>{n, h, l, d}));
+  // float64 and float16 keep their dtype.
+  save("x.npy", x.shape, x.values);
+  r = run("rope --input '" + path("x.npy") + "' --output '" + path("y.npy") + "'" + common);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(posenc::read_npy(path("y.npy")).dtype, "<f8");
+  expect_near_all(load("y.npy"), y, 1e-12, "float64");
+  save("x.npy", x.shape, as<Eigen::half>(x.values));
+  r = run("rope --input '" + path("x.npy") + "' --output '" + path("y.npy") + "'" + common);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(posenc::read_npy(path("y.npy")).dtype, "<f2");
+  expect_near_all(load("y.npy"), y, 1e-3, "float16");
+}
+
+TEST(CliRope, LhdAndLdLayouts) {
+  const auto cases = load_golden("rope_basic.txt");
+  const golden_case& c = find_case(cases, "interleaved_tail");  // N = 1, L = 1, H = 1, D = 6
+  const auto& x = c.array("x");
+  for (const char* layout : {"LHD", "LD"}) {
+    const std::vector<index_t> shape = std::string(layout) == "LHD" ? std::vector<index_t>{1, 1, 6} : std::vector<index_t>{1, 6};
+    save("x.npy", shape, as<float>(x.values));
+    const cli_result r = run(std::string("rope --layout ") + layout + " --input '" + path("x.npy") + "' --output '" +
+                             path("y.npy") + "' --offset " + c.str("offset") + rope_flags(c));
+    ASSERT_EQ(r.code, 0) << r.err;
+    expect_near_all(load("y.npy"), c.array("y").values, 2e-6, layout);
+  }
+}
+
+TEST(CliRope, MultimodalSections) {
+  const auto cases = load_golden("mrope.txt");
+  for (const char* name : {"qwen2vl_chunked", "qwen3vl_interleaved", "per_token_chunked"}) {
+    const golden_case& c = find_case(cases, name);
+    const auto& x = c.array("x");
+    save("x.npy", x.shape, as<float>(x.values));
+    const auto& p = c.array("positions");
+    save("p.npy", p.shape, p.ivalues);
+    const cli_result r = run("rope --input '" + path("x.npy") + "' --output '" + path("y.npy") + "' --positions '" +
+                             path("p.npy") + "' --mrope-sections " + c.str("sections") + " --mrope-layout " + c.str("mrope_layout"));
+    ASSERT_EQ(r.code, 0) << name << "\n" << r.err;
+    expect_near_all(load("y.npy"), c.array("y").values, 2e-6, name);
+  }
+}
+
+TEST(CliXpos, Golden) {
+  for (const auto& c : load_golden("xpos.txt")) {
+    const auto& x = c.array("x");
+    save("x.npy", x.shape, x.values);  // float64: the far cases reach 1e+-32
+    std::ostringstream a;
+    a << "xpos --input '" << path("x.npy") << "' --output '" << path("y.npy") << "' --offset " << c.str("offset")
+      << " --scale-base " << c.str("scale_base") << " --gamma " << c.str("gamma") << " --base " << c.str("base")
+      << " --style " << (c.str("style") == "interleaved" ? "interleaved" : "half-split");
+    if (c.integer("center_default") == 0) a << " --center " << c.str("center");
+    if (c.integer("downscale") != 0) a << " --downscale";
+    const cli_result r = run(a.str());
+    ASSERT_EQ(r.code, 0) << a.str() << "\n" << r.err;
+    // float64 end to end: the angle p*w in double is exact to ~p*2^-52 (4e-11 at p = 2*10^5).
+    expect_near_all(load("y.npy"), c.array("y").values, 1e-10, "xpos " + c.name);
+  }
+}
+
+TEST(CliAlibi, GoldenBiasAndSlopes) {
+  int checked = 0;
+  for (const auto& c : load_golden("alibi.txt")) {
+    std::ostringstream a;
+    if (c.has("bias")) {
+      if (c.integer("head_begin") != 0 || c.integer("head_end") != c.integer("num_heads")) continue;  // shards: library only
+      a << "alibi --heads " << c.str("num_heads") << " --query-len " << c.str("query_len") << " --key-len " << c.str("key_len")
+        << " --query-offset " << c.str("query_offset") << " --max-bias " << c.str("max_bias")
+        << (c.str("form") == "symmetric" ? " --symmetric" : "");
+    } else {
+      a << "alibi-slopes --heads " << c.str("num_heads") << " --max-bias " << c.str("max_bias");
+    }
+    a << " --output '" << path("b.npy") << "'";
+    const cli_result r = run(a.str());
+    ASSERT_EQ(r.code, 0) << a.str() << "\n" << r.err;
+    EXPECT_EQ(posenc::read_npy(path("b.npy")).dtype, "<f4");
+    // float32 output: relative 2^-24 rounding of each value.
+    expect_near_all(load("b.npy"), c.array(c.has("bias") ? "bias" : "slopes").values, 1e-7, "alibi " + c.name);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+}
+
+TEST(CliT5, GoldenBuckets) {
+  int checked = 0;
+  for (const auto& c : load_golden("t5.txt")) {
+    if (!c.has("buckets")) continue;
+    std::ostringstream a;
+    a << "t5-buckets --query-len " << c.str("query_len") << " --key-len " << c.str("key_len") << " --query-offset "
+      << c.str("query_offset") << " --num-buckets " << c.str("num_buckets") << " --max-distance " << c.str("max_distance")
+      << (c.integer("bidirectional") ? "" : " --causal") << " --output '" << path("b.npy") << "'";
+    const cli_result r = run(a.str());
+    ASSERT_EQ(r.code, 0) << a.str() << "\n" << r.err;
+    EXPECT_EQ(posenc::read_npy(path("b.npy")).dtype, "<i8");
+    expect_near_all(load("b.npy"), c.array("buckets").values, 0.0, "t5 " + c.name);
+    ++checked;
+  }
+  EXPECT_GT(checked, 4);
+}
+
+TEST(CliSinusoidal, GoldenTables) {
+  int checked = 0;
+  for (const auto& c : load_golden("sinusoidal.txt")) {
+    if (!c.has("table") || c.has("padding_idx")) continue;
+    std::ostringstream a;
+    a << "sinusoidal --length " << c.str("length") << " --dim " << c.str("dim") << " --base " << c.str("base")
+      << " --offset " << c.str("offset") << " --layout " << c.str("layout") << " --output '" << path("t.npy") << "'";
+    const cli_result r = run(a.str());
+    ASSERT_EQ(r.code, 0) << a.str() << "\n" << r.err;
+    expect_near_all(load("t.npy"), c.array("table").values, 2e-6, "sinusoidal " + c.name);
+    ++checked;
+  }
+  EXPECT_GT(checked, 8);
+}
+
+// ------------------------------------------------------------------------------------------- bad input
+
+void expect_rejected(const std::string& args, const std::string& needle) {
+  std::remove(path("out.npy").c_str());
+  const cli_result r = run(args);
+  EXPECT_GE(r.code, 1) << args;
+  EXPECT_LE(r.code, 127) << args;
+  ASSERT_FALSE(r.err.empty()) << args;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "message: " << r.err << " lacks: " << needle;
+  EXPECT_FALSE(exists(path("out.npy"))) << args;
+}
+
+class CliBadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<float> x(2 * 3 * 2 * 8, 0.5f);
+    save("good.npy", {2, 3, 2, 8}, x);
+    std::ofstream(path("garbage.npy"), std::ios::binary) << "not a numpy file at all";
+    std::vector<std::int64_t> neg{0, 1, -1};
+    save("neg.npy", {3}, neg);
+  }
+  std::string io(const std::string& in) { return " --input '" + path(in) + "' --output '" + path("out.npy") + "'"; }
+};
+
+TEST_F(CliBadInput, MissingFile) { expect_rejected("rope" + io("nope.npy"), "nope.npy"); }
+TEST_F(CliBadInput, MalformedFile) { expect_rejected("rope" + io("garbage.npy"), "garbage.npy"); }
+TEST_F(CliBadInput, BadShape) { expect_rejected("rope --layout LHD" + io("good.npy"), "rank"); }
+TEST_F(CliBadInput, OddRotaryDim) { expect_rejected("rope --rotary-dim 7" + io("good.npy"), "rotary_dim=7"); }
+TEST_F(CliBadInput, RotaryDimPastHead) { expect_rejected("rope --rotary-dim 10" + io("good.npy"), "rotary_dim=10"); }
+TEST_F(CliBadInput, UnknownFlag) { expect_rejected("rope --bogus 1" + io("good.npy"), "--bogus"); }
+TEST_F(CliBadInput, UnknownValue) { expect_rejected("rope --style diagonal" + io("good.npy"), "diagonal"); }
+TEST_F(CliBadInput, UnknownSubcommand) { expect_rejected("rotate" + io("good.npy"), "rotate"); }
+TEST_F(CliBadInput, NegativePosition) {
+  expect_rejected("rope --positions '" + path("neg.npy") + "'" + io("good.npy"), "-1");
+}
+TEST_F(CliBadInput, NegativeOffset) { expect_rejected("rope --offset -3" + io("good.npy"), "-3"); }
+TEST_F(CliBadInput, PositionsShapeMismatch) {
+  save("p4.npy", {4}, std::vector<std::int64_t>{0, 1, 2, 3});
+  expect_rejected("rope --positions '" + path("p4.npy") + "'" + io("good.npy"), "shape");
+}
+TEST_F(CliBadInput, LongRopeWithoutFactors) {
+  expect_rejected("rope --scaling longrope --original-max-positions 16" + io("good.npy"), "--short-factors");
+}
+TEST_F(CliBadInput, XposOddDim) {
+  save("odd.npy", {1, 3, 7}, std::vector<float>(21, 0.25f));
+  expect_rejected("xpos" + io("odd.npy"), "head_dim=7");
+}
+TEST_F(CliBadInput, MissingRequiredFlag) { expect_rejected("rope --input '" + path("good.npy") + "'", "--output"); }
+TEST_F(CliBadInput, SinusoidalOddDim) {
+  expect_rejected("sinusoidal --length 4 --dim 5 --output '" + path("out.npy") + "'", "dim=5");
+}
+TEST_F(CliBadInput, AlibiZeroHeads) {
+  expect_rejected("alibi --heads 0 --query-len 1 --key-len 2 --output '" + path("out.npy") + "'", "--heads");
+}
+TEST_F(CliBadInput, T5NegativeOffset) {
+  expect_rejected("t5-buckets --query-len 1 --key-len 2 --query-offset -4 --output '" + path("out.npy") + "'", "-4");
+}
+
+TEST(Cli, HelpAndVersion) {
+  cli_result r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  for (const char* sub : {"", "rope ", "xpos ", "alibi ", "alibi-slopes ", "t5-buckets ", "sinusoidal "}) {
+    r = run(std::string(sub) + "--help");
+    EXPECT_EQ(r.code, 0) << sub;
+  }
+}
+
+}  // namespace

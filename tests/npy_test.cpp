@@ -1,0 +1,325 @@
+// npy.hpp: round trips for every dtype and format version, byte equality with numpy's np.save, the typed
+// Eigen helpers, table load/save of the learned modules, the atomic write, and one crafted input per kind of
+// rejected file.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <posenc/learned.hpp>
+#include <posenc/npy.hpp>
+#include <posenc/relative_bias.hpp>
+
+namespace {
+
+using posenc::index_t;
+using bytes_t = std::vector<unsigned char>;
+
+// CTest runs each test in its own process, in parallel: names carry the process id so they never collide.
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "posenc_npy_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+bool file_exists(const std::string& p) { return static_cast<bool>(std::ifstream(p, std::ios::binary)); }
+
+void write_file(const std::string& p, const bytes_t& b) {
+  std::ofstream o(p, std::ios::binary | std::ios::trunc);
+  o.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+bytes_t read_file(const std::string& p) {
+  std::ifstream i(p, std::ios::binary);
+  return bytes_t((std::istreambuf_iterator<char>(i)), std::istreambuf_iterator<char>());
+}
+
+/// A .npy image with the given version and header text (padded as numpy does unless raw) and data bytes.
+bytes_t craft(int major, const std::string& header, const bytes_t& data, bool pad = true) {
+  std::string h = header;
+  const std::size_t prelude = major == 1 ? 10 : 12;
+  if (pad) {
+    h.append((64 - (prelude + h.size() + 1) % 64) % 64, ' ');
+    h += '\n';
+  }
+  bytes_t b = {0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<unsigned char>(major), 0};
+  b.push_back(static_cast<unsigned char>(h.size() & 0xff));
+  b.push_back(static_cast<unsigned char>((h.size() >> 8) & 0xff));
+  if (major != 1) {
+    b.push_back(static_cast<unsigned char>((h.size() >> 16) & 0xff));
+    b.push_back(static_cast<unsigned char>((h.size() >> 24) & 0xff));
+  }
+  b.insert(b.end(), h.begin(), h.end());
+  b.insert(b.end(), data.begin(), data.end());
+  return b;
+}
+
+std::string dict(const std::string& descr, const std::string& shape, const std::string& fortran = "False") {
+  return "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
+}
+
+// ------------------------------------------------------------------------------------------- round trips
+
+TEST(Npy, RoundTripEveryDtypeAndVersion) {
+  const std::vector<std::vector<index_t>> shapes{{}, {0}, {5}, {2, 3}, {2, 0, 4}, {1, 2, 1, 3}};
+  for (const char* dtype : {"<f2", "<f4", "<f8", "<i4", "<i8"}) {
+    const std::size_t item = static_cast<std::size_t>(dtype[2] - '0');
+    for (int version : {0, 1, 2, 3}) {
+      for (const auto& shape : shapes) {
+        std::size_t n = 1;
+        for (auto d : shape) n *= static_cast<std::size_t>(d);
+        bytes_t data(n * item);
+        for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>((i * 37 + 11) & 0xff);
+        const bytes_t img = posenc::serialize_npy(dtype, shape, data.data(), version);
+        EXPECT_EQ(img[6], version == 0 ? 1 : version);
+        const std::size_t data_at = img.size() - data.size();
+        EXPECT_EQ(data_at % 64, 0u) << "data aligned to 64 bytes";
+        const posenc::npy_array a = posenc::parse_npy(img.data(), img.size());
+        EXPECT_EQ(a.dtype, dtype);
+        EXPECT_EQ(a.shape, shape);
+        EXPECT_EQ(a.data, data);
+        EXPECT_EQ(static_cast<std::size_t>(a.size()), n);
+        EXPECT_EQ(static_cast<std::size_t>(a.itemsize()), item);
+        // Through a file.
+        const std::string p = temp_path(std::string("rt_") + (dtype + 1) + std::to_string(version) + ".npy");
+        posenc::write_npy(p, dtype, shape, data.data(), version);
+        const posenc::npy_array f = posenc::read_npy(p);
+        EXPECT_EQ(f.dtype, dtype);
+        EXPECT_EQ(f.shape, shape);
+        EXPECT_EQ(f.data, data);
+        std::remove(p.c_str());
+      }
+    }
+  }
+}
+
+TEST(Npy, BytesEqualNumpySave) {
+  // np.save(f, np.arange(6, dtype='<f4').reshape(2, 3)) with numpy 2.x (and every numpy >= 1.14).
+  const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  std::string padded = header + std::string(118 - header.size() - 1, ' ') + "\n";
+  bytes_t want = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 118, 0};
+  want.insert(want.end(), padded.begin(), padded.end());
+  const float v[6] = {0, 1, 2, 3, 4, 5};
+  const auto* vb = reinterpret_cast<const unsigned char*>(v);
+  want.insert(want.end(), vb, vb + sizeof v);
+  ASSERT_EQ(want.size(), 152u);
+  EXPECT_EQ(posenc::serialize_npy("<f4", {2, 3}, v), want);
+  // numpy's 1-d and scalar shapes: "(2,)" and "()".
+  const bytes_t one = posenc::serialize_npy("<f2", {2}, v);
+  EXPECT_NE(std::string(one.begin(), one.end()).find("'shape': (2,), }"), std::string::npos);
+  const bytes_t scalar = posenc::serialize_npy("<i8", {}, v);
+  EXPECT_NE(std::string(scalar.begin(), scalar.end()).find("'shape': (), }"), std::string::npos);
+  // Other spellings numpy (and Python 2 era numpy) wrote are read: key order, double quotes, no trailing
+  // comma, 'L' suffixes, format 2.0.
+  const bytes_t alt = craft(2, "{\"shape\": (2L, 3L), \"fortran_order\": False, \"descr\": \"<f4\"}", bytes_t(vb, vb + 24));
+  const auto a = posenc::parse_npy(alt.data(), alt.size());
+  EXPECT_EQ(a.shape, (std::vector<index_t>{2, 3}));
+}
+
+TEST(Npy, TypedEigenHelpers) {
+  // f2 / f4 / f8 into float and double tensors; the half values are exact.
+  const std::uint16_t halfs[4] = {0x3e00, 0xc000, 0x0001, 0x7bff};  // 1.5, -2, 2^-24, 65504
+  const auto h = posenc::parse_npy(posenc::serialize_npy("<f2", {2, 2}, halfs).data(), 128 + 8);
+  const auto th = posenc::npy_to_tensor<double, 2>(h);
+  EXPECT_EQ(th(0, 0), 1.5);
+  EXPECT_EQ(th(0, 1), -2.0);
+  EXPECT_EQ(th(1, 0), std::ldexp(1.0, -24));
+  EXPECT_EQ(th(1, 1), 65504.0);
+  const double d[3] = {0.1, -3.25, 1e300};
+  const auto f8 = posenc::parse_npy(posenc::serialize_npy("<f8", {3}, d).data(), 128 + 24);
+  const auto tf = posenc::npy_to_tensor<float, 1>(f8);
+  EXPECT_EQ(tf(0), 0.1f);
+  EXPECT_EQ(tf(1), -3.25f);
+  EXPECT_TRUE(std::isinf(tf(2)));
+  const auto tbf = posenc::npy_to_tensor<Eigen::bfloat16, 1>(f8);
+  EXPECT_EQ(static_cast<float>(tbf(1)), -3.25f);
+
+  // Integers: i4 -> int64, i8 -> int32 with range check; kinds do not mix.
+  const std::int64_t big[2] = {5, std::int64_t{1} << 40};
+  const auto i8 = posenc::parse_npy(posenc::serialize_npy("<i8", {2}, big).data(), 128 + 16);
+  EXPECT_EQ((posenc::npy_to_tensor<std::int64_t, 1>(i8)(1)), std::int64_t{1} << 40);
+  EXPECT_THROW((posenc::npy_to_tensor<std::int32_t, 1>(i8)), posenc::argument_error);
+  EXPECT_THROW((posenc::npy_to_tensor<float, 1>(i8)), posenc::argument_error);
+  EXPECT_THROW((posenc::npy_to_tensor<std::int64_t, 1>(f8)), posenc::argument_error);
+  EXPECT_THROW((posenc::npy_to_tensor<double, 2>(f8)), posenc::argument_error);  // rank
+
+  // write_npy of a tensor and back through the file helpers.
+  Eigen::Tensor<float, 3, Eigen::RowMajor> t(2, 3, 4);
+  for (index_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  const std::string p = temp_path("tensor.npy");
+  posenc::write_npy(p, t);
+  const auto back = posenc::read_npy_tensor<float, 3>(p);
+  ASSERT_EQ(back.dimension(0), 2);
+  ASSERT_EQ(back.dimension(2), 4);
+  for (index_t i = 0; i < t.size(); ++i) EXPECT_EQ(back.data()[i], t.data()[i]);
+  Eigen::Tensor<std::int32_t, 1, Eigen::RowMajor> ti(3);
+  ti.setValues({-1, 0, 7});
+  posenc::write_npy(p, ti, 2);
+  const auto ri = posenc::read_npy(p);
+  EXPECT_EQ(ri.dtype, "<i4");
+  EXPECT_EQ((posenc::npy_to_tensor<std::int64_t, 1>(ri)(0)), -1);
+  std::remove(p.c_str());
+}
+
+TEST(Npy, LoadSaveModuleTables) {
+  posenc::learned_config cfg;
+  cfg.max_positions = 10;
+  cfg.dim = 6;
+  cfg.position_offset = 2;  // OPT: the file holds all 12 rows
+  posenc::learned_position_embedding<> a(cfg), b(cfg);
+  a.init_normal(7);
+  const std::string p = temp_path("wpe.npy");
+  posenc::save_npy_table(p, a);
+  const auto raw = posenc::read_npy(p);
+  EXPECT_EQ(raw.dtype, "<f4");
+  EXPECT_EQ(raw.shape, (std::vector<index_t>{12, 6}));
+  posenc::load_npy_table(p, b);
+  for (index_t i = 0; i < a.table().size(); ++i) ASSERT_EQ(a.table().data()[i], b.table().data()[i]);
+  // A double file into a float table rounds once; into a double table it is exact.
+  std::vector<double> d(72);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = 0.1 * static_cast<double>(i);
+  posenc::write_npy(p, "<f8", {12, 6}, d.data());
+  posenc::learned_position_embedding<double> c(cfg);
+  posenc::load_npy_table(p, c);
+  posenc::load_npy_table(p, b);
+  EXPECT_EQ(c.table()(11, 5), d[71]);
+  EXPECT_EQ(b.table()(11, 5), static_cast<float>(d[71]));
+  // Shape or dtype mismatch: rejected, table unchanged.
+  const auto before = std::vector<float>(b.table().data(), b.table().data() + b.table().size());
+  posenc::write_npy(p, "<f8", {6, 12}, d.data());
+  EXPECT_THROW(posenc::load_npy_table(p, b), posenc::argument_error);
+  std::vector<std::int32_t> ints(72, 1);
+  posenc::write_npy(p, "<i4", {12, 6}, ints.data());
+  EXPECT_THROW(posenc::load_npy_table(p, b), posenc::argument_error);
+  EXPECT_EQ(before, std::vector<float>(b.table().data(), b.table().data() + b.table().size()));
+  // T5's [num_buckets, H] table.
+  posenc::t5_relative_bias<double> r(4), s(4);
+  r.init_normal(3);
+  posenc::save_npy_table(p, r);
+  EXPECT_EQ(posenc::read_npy(p).dtype, "<f8");
+  posenc::load_npy_table(p, s);
+  for (index_t i = 0; i < r.table().size(); ++i) ASSERT_EQ(r.table().data()[i], s.table().data()[i]);
+  std::remove(p.c_str());
+}
+
+TEST(Npy, WriteIsAtomic) {
+  const std::string p = temp_path("atomic.npy");
+  const float v[2] = {1, 2};
+  posenc::write_npy(p, "<f4", {2}, v);
+  const bytes_t first = read_file(p);
+  // A rejected write leaves the existing file as it was, and no temporary behind.
+  EXPECT_THROW(posenc::write_npy(p, "<c8", {2}, v), posenc::argument_error);
+  EXPECT_THROW(posenc::write_npy(p, "<f4", {-2}, v), posenc::argument_error);
+  EXPECT_THROW(posenc::write_npy(p, "<f4", {2}, nullptr), posenc::argument_error);
+  EXPECT_THROW(posenc::write_npy(p, "<f4", {2}, v, 4), posenc::argument_error);
+  EXPECT_EQ(read_file(p), first);
+  // A directory that does not exist: nothing is created.
+  const std::string missing = temp_path("no_such_dir/x.npy");
+  EXPECT_THROW(posenc::write_npy(missing, "<f4", {2}, v), posenc::argument_error);
+  EXPECT_FALSE(file_exists(missing));
+  // Replacing works.
+  const float w[3] = {3, 4, 5};
+  posenc::write_npy(p, "<f4", {3}, w);
+  EXPECT_EQ(posenc::read_npy(p).shape, (std::vector<index_t>{3}));
+  std::remove(p.c_str());
+}
+
+// -------------------------------------------------------------------------------------------------- rejects
+
+// Each crafted input is rejected by parse_npy and, written to a file, by read_npy, with a message naming the
+// problem.
+void expect_rejected(const bytes_t& img, const std::string& needle) {
+  try {
+    posenc::parse_npy(img.data(), img.size());
+    ADD_FAILURE() << "parse_npy accepted input that should fail with '" << needle << "'";
+  } catch (const posenc::argument_error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  }
+  const std::string p = temp_path("reject.npy");
+  write_file(p, img);
+  try {
+    posenc::read_npy(p);
+    ADD_FAILURE() << "read_npy accepted input that should fail with '" << needle << "'";
+  } catch (const posenc::argument_error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  }
+  std::remove(p.c_str());
+}
+
+const bytes_t k_data24(24, 0);
+
+TEST(NpyRejects, BadMagic) {
+  bytes_t b = craft(1, dict("<f4", "(2, 3)"), k_data24);
+  b[1] = 'X';
+  expect_rejected(b, "bad magic");
+}
+TEST(NpyRejects, UnsupportedVersion) {
+  bytes_t b = craft(1, dict("<f4", "(2, 3)"), k_data24);
+  b[6] = 4;
+  expect_rejected(b, "version 4.0");
+  b[6] = 1;
+  b[7] = 1;
+  expect_rejected(b, "version 1.1");
+}
+TEST(NpyRejects, TruncatedPrelude) {
+  const bytes_t b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1};
+  expect_rejected(b, "truncated");
+  const bytes_t v2 = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 16, 0, 0};
+  expect_rejected(v2, "truncated");
+}
+TEST(NpyRejects, HeaderLengthPastEndOfFile) {
+  bytes_t b = craft(2, dict("<f4", "(2, 3)"), k_data24);
+  b[10] = 0xff;  // header length ~16 MiB in a 200-byte file: rejected before allocating it
+  b[11] = 0x7f;
+  expect_rejected(b, "runs past the end of the file");
+  bytes_t c = craft(1, dict("<f4", "(2, 3)"), {});
+  c[8] = 0xff;
+  c[9] = 0xff;
+  expect_rejected(c, "runs past the end of the file");
+}
+TEST(NpyRejects, TruncatedHeaderDict) {
+  expect_rejected(craft(1, "{'descr': '<f4', 'fortran_order': False, ", {}, false), "malformed");
+  expect_rejected(craft(1, "{'descr': '<f4", {}, false), "malformed");
+  expect_rejected(craft(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, ", {}, false), "malformed");
+}
+TEST(NpyRejects, MalformedHeader) {
+  expect_rejected(craft(1, "['descr', '<f4']", k_data24), "expected '{'");
+  expect_rejected(craft(1, "{'descr': '<f4', 'fortran_order': False}", k_data24), "missing key 'shape'");
+  expect_rejected(craft(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'extra': 1}", k_data24), "unknown key");
+  expect_rejected(craft(1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}", k_data24), "duplicate key");
+  expect_rejected(craft(1, dict("<f4", "(2, 3)", "false"), k_data24), "True or False");
+  expect_rejected(craft(1, dict("<f4", "[2, 3]"), k_data24), "expected '('");
+  expect_rejected(craft(1, dict("<f4", "(2 3)"), k_data24), "expected ',' or ')'");
+  expect_rejected(craft(1, dict("<f4", "(2, 3)") + " junk", k_data24), "after the header dict");
+  expect_rejected(craft(1, "{descr: '<f4'}", k_data24), "quoted string");
+}
+TEST(NpyRejects, FortranOrder) { expect_rejected(craft(1, dict("<f4", "(2, 3)", "True"), k_data24), "Fortran"); }
+TEST(NpyRejects, BigEndian) { expect_rejected(craft(1, dict(">f4", "(2, 3)"), k_data24), "big-endian"); }
+TEST(NpyRejects, ObjectDtype) { expect_rejected(craft(1, dict("|O", "(3,)"), k_data24), "object"); }
+TEST(NpyRejects, OtherDtypes) {
+  for (const char* d : {"<c8", "|b1", "<u2", "|u1", "<f16", "=f4", "<U4", "<M8[ns]"})
+    expect_rejected(craft(1, dict(d, "(2, 3)"), k_data24), "not supported");
+  expect_rejected(craft(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }", k_data24), "structured");
+}
+TEST(NpyRejects, NegativeDimension) { expect_rejected(craft(1, dict("<f4", "(2, -3)"), k_data24), "negative dimension"); }
+TEST(NpyRejects, ShapeByteSizeOverflows) {
+  expect_rejected(craft(1, dict("<f8", "(4294967296, 4294967296)"), k_data24), "overflows");
+  expect_rejected(craft(1, dict("<f4", "(99999999999999999999,)"), k_data24), "too large");
+}
+TEST(NpyRejects, ShapeExceedsFile) {
+  // 10^12 elements claimed by a file of ~150 bytes: rejected from the header, nothing allocated.
+  expect_rejected(craft(1, dict("<f4", "(1000000, 1000000)"), k_data24), "data truncated");
+  expect_rejected(craft(1, dict("<f4", "(2, 4)"), k_data24), "data truncated");
+}
+TEST(NpyRejects, TrailingBytes) { expect_rejected(craft(1, dict("<f4", "(2, 2)"), k_data24), "past the data"); }
+TEST(NpyRejects, MissingFile) {
+  EXPECT_THROW(posenc::read_npy(temp_path("does_not_exist.npy")), posenc::argument_error);
+  EXPECT_THROW(posenc::parse_npy(nullptr, 10), posenc::argument_error);
+  EXPECT_THROW(posenc::parse_npy(nullptr, 0), posenc::argument_error);
+}
+
+}  // namespace

@@ -1,0 +1,399 @@
+// Sinusoidal encodings against tests/golden/sinusoidal.txt (gen_tables.py, mpmath) in every dtype; the
+// addition equals x + table rows for every position form, layout and view kind; fairseq's padding
+// convention; the module (buffer, eval, inverted dropout); every rejected input leaves the output unchanged.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <posenc/sinusoidal.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using posenc::index_t;
+using namespace posenc_test;
+
+// Errors for RecordProperty, readable at 1e-17 (std::to_string prints 6 decimals).
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
+
+const std::vector<golden_case>& golden() {
+  static const std::vector<golden_case> cases = load_golden("sinusoidal.txt");
+  return cases;
+}
+
+posenc::sinusoidal_config config_of(const golden_case& c) {
+  posenc::sinusoidal_config cfg;
+  cfg.dim = c.integer("dim");
+  cfg.base = c.num("base");
+  cfg.layout = c.str("layout") == "concat" ? posenc::sinusoidal_layout::concat : posenc::sinusoidal_layout::interleaved;
+  if (c.has("padding_idx")) cfg.padding_idx = c.integer("padding_idx");
+  return cfg;
+}
+
+// |theta_double - theta| for positions <= max_pos: the exponent of w_i is rounded (relative error 2^-53,
+// amplified by |exponent| * ln(base) <= ln(base)), pow adds an ulp, the product p * w another:
+// (max_pos + 1) * (2 + ln(base)) * 2^-53.
+double angle_bound(index_t max_pos, double base) {
+  return static_cast<double>(max_pos + 1) * (2.0 + std::log(base)) * std::ldexp(1.0, -53);
+}
+
+std::vector<std::string> table_cases() {
+  std::vector<std::string> out;
+  for (const auto& c : golden())
+    if (c.has("table")) out.push_back(c.name);
+  return out;
+}
+
+class SinusoidalTableGolden : public ::testing::TestWithParam<std::string> {};
+
+template <class T>
+double check_table(const golden_case& c) {
+  const auto cfg = config_of(c);
+  const index_t len = c.integer("length");
+  const index_t offset = c.integer("offset");
+  std::vector<T> t(static_cast<std::size_t>(len * cfg.dim), T(-7));
+  posenc::sinusoidal_table(posenc::strided_view<T, 2>(t.data(), {len, cfg.dim}), cfg, offset);
+  return expect_close(t, c.array("table"), c.name, angle_bound(offset + len, cfg.base));
+}
+
+TEST_P(SinusoidalTableGolden, AllDtypes) {
+  const golden_case& c = find_case(golden(), GetParam());
+  RecordProperty("max_err_float", sci(check_table<float>(c)));
+  RecordProperty("max_err_double", sci(check_table<double>(c)));
+  RecordProperty("max_err_half", sci(check_table<Eigen::half>(c)));
+  RecordProperty("max_err_bfloat16", sci(check_table<Eigen::bfloat16>(c)));
+}
+
+TEST_P(SinusoidalTableGolden, EigenTensorAndStridedView) {
+  const golden_case& c = find_case(golden(), GetParam());
+  const auto cfg = config_of(c);
+  const index_t len = c.integer("length");
+  const index_t offset = c.integer("offset");
+  Eigen::Tensor<float, 2, Eigen::RowMajor> t(len, cfg.dim);
+  posenc::sinusoidal_table(t, cfg, offset);
+  std::vector<float> flat(t.data(), t.data() + t.size());
+  expect_close(flat, c.array("table"), c.name + " Eigen", angle_bound(offset + len, cfg.base));
+  // Transposed storage: element (l, d) at d * len + l.
+  std::vector<double> col(static_cast<std::size_t>(len * cfg.dim), -7.0);
+  posenc::sinusoidal_table(posenc::strided_view<double, 2>(col.data(), {len, cfg.dim}, {1, len}), cfg, offset);
+  std::vector<double> back;
+  for (index_t l = 0; l < len; ++l)
+    for (index_t d = 0; d < cfg.dim; ++d) back.push_back(col[static_cast<std::size_t>(d * len + l)]);
+  expect_close(back, c.array("table"), c.name + " strided", angle_bound(offset + len, cfg.base));
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, SinusoidalTableGolden, ::testing::ValuesIn(table_cases()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return camel(p.param); });
+
+template <class T>
+double check_add_case(const golden_case& c, bool in_place) {
+  const auto cfg = config_of(c);
+  const auto& xs = c.array("x");
+  const std::array<index_t, 3> shape{xs.shape[0], xs.shape[1], xs.shape[2]};
+  std::vector<std::int64_t> pos_ids = c.array("positions").ivalues;
+  if (c.has("tokens")) {  // fairseq: the positions come from the tokens
+    std::vector<std::int64_t> made(pos_ids.size(), -1);
+    posenc::make_padded_positions(c.array("tokens").ivalues.data(), shape[0], shape[1], *cfg.padding_idx, made.data());
+    EXPECT_EQ(made, pos_ids) << c.name;
+  }
+  const auto pos = posenc::positions::per_token(pos_ids.data(), shape[0], shape[1]);
+  std::vector<T> x = to_storage<T>(xs);
+  std::vector<T> y(x.size(), T(0));
+  if (in_place) {
+    posenc::add_sinusoidal(posenc::strided_view<T, 3>(x.data(), shape), cfg, pos);
+  } else {
+    posenc::add_sinusoidal(posenc::strided_view<const T, 3>(x.data(), shape), posenc::strided_view<T, 3>(y.data(), shape),
+                           cfg, pos);
+  }
+  index_t max_pos = 0;
+  for (auto p : pos_ids) max_pos = std::max<index_t>(max_pos, p);
+  return expect_close(in_place ? x : y, c.array("y"), c.name + (in_place ? " in place" : " out of place"),
+                      angle_bound(max_pos, cfg.base));
+}
+
+TEST(SinusoidalAddGolden, AllCasesAllDtypes) {
+  int n = 0;
+  for (const auto& c : golden()) {
+    if (!c.has("y")) continue;
+    ++n;
+    for (bool in_place : {true, false}) {
+      const double ef = check_add_case<float>(c, in_place);
+      const double ed = check_add_case<double>(c, in_place);
+      const double eh = check_add_case<Eigen::half>(c, in_place);
+      const double eb = check_add_case<Eigen::bfloat16>(c, in_place);
+      RecordProperty(c.name + (in_place ? "" : "_oop") + "_max_err",
+                     sci(ef) + " " + sci(ed) + " " + sci(eh) + " " + sci(eb));
+    }
+  }
+  EXPECT_EQ(n, 3);
+}
+
+// The addition equals x + the table rows of each token's position, for every position form and layout.
+// Double: bit for bit (the same sin/cos, one addition); float: the double sum rounded once.
+template <class T>
+void check_add_matches_table(posenc::sinusoidal_layout layout) {
+  constexpr index_t n = 3, l = 5, d = 12;
+  posenc::sinusoidal_config cfg{d, 10000.0, layout, std::nullopt};
+  const std::int64_t seq_off[n] = {0, 17, 4000};
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(n * l));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 7919) % 5003);
+  std::vector<double> table(static_cast<std::size_t>(5004 * d));
+  posenc::sinusoidal_table(posenc::strided_view<double, 2>(table.data(), {5004, d}), cfg);
+  std::mt19937_64 gen(3);
+  std::vector<T> x0(static_cast<std::size_t>(n * l * d));
+  for (auto& v : x0) v = static_cast<T>(static_cast<float>(posenc::detail::math::uniform01(gen) * 2.0 - 1.0));
+
+  const posenc::positions forms[] = {posenc::positions::offset(3), posenc::positions::per_sequence(seq_off, n),
+                                     posenc::positions::per_token(ids.data(), n, l)};
+  for (const auto& pos : forms) {
+    std::vector<T> x = x0;
+    posenc::add_sinusoidal(posenc::strided_view<T, 3>(x.data(), {n, l, d}), cfg, pos);
+    for (index_t a = 0; a < n; ++a)
+      for (index_t b = 0; b < l; ++b)
+        for (index_t f = 0; f < d; ++f) {
+          const auto i = static_cast<std::size_t>((a * l + b) * d + f);
+          const double want = as_double(x0[i]) + table[static_cast<std::size_t>(pos.at(a, b) * d + f)];
+          ASSERT_EQ(as_double(x[i]), as_double(static_cast<T>(want))) << "form " << static_cast<int>(pos.kind()) << " token (" << a << ", " << b << ") feature " << f;
+        }
+  }
+}
+
+TEST(AddSinusoidal, EqualsTableRowsEveryPositionForm) {
+  for (auto layout : {posenc::sinusoidal_layout::interleaved, posenc::sinusoidal_layout::concat}) {
+    check_add_matches_table<double>(layout);
+    check_add_matches_table<float>(layout);
+  }
+}
+
+TEST(AddSinusoidal, RankTwoEigenAndStrided) {
+  constexpr index_t l = 4, d = 6;
+  const posenc::sinusoidal_config cfg{d};
+  Eigen::Tensor<double, 2, Eigen::RowMajor> x(l, d);
+  x.setConstant(0.5);
+  posenc::add_sinusoidal(x, cfg, posenc::positions::offset(9));
+  std::vector<double> t(static_cast<std::size_t>(l * d));
+  posenc::sinusoidal_table(posenc::strided_view<double, 2>(t.data(), {l, d}), cfg, 9);
+  for (index_t i = 0; i < l * d; ++i) EXPECT_EQ(x.data()[i], 0.5 + t[static_cast<std::size_t>(i)]);
+
+  // Rank 3 Eigen tensor and a strided view: every other token of a (1, 2L, D) buffer.
+  Eigen::Tensor<double, 3, Eigen::RowMajor> y(1, l, d);
+  y.setConstant(0.5);
+  posenc::add_sinusoidal(y, cfg, posenc::positions::offset(9));
+  for (index_t i = 0; i < l * d; ++i) EXPECT_EQ(y.data()[i], x.data()[i]);
+  std::vector<double> buf(static_cast<std::size_t>(2 * l * d), 0.5);
+  posenc::add_sinusoidal(posenc::strided_view<double, 3>(buf.data(), {1, l, d}, {0, 2 * d, 1}), cfg,
+                         posenc::positions::offset(9));
+  for (index_t a = 0; a < l; ++a)
+    for (index_t f = 0; f < d; ++f) {
+      EXPECT_EQ(buf[static_cast<std::size_t>(2 * a * d + f)], x(a, f));
+      EXPECT_EQ(buf[static_cast<std::size_t>((2 * a + 1) * d + f)], 0.5);  // untouched
+    }
+}
+
+TEST(SinusoidalTable, DimTwoLayoutsAgree) {
+  // D = 2: w_0 = 1 in both conventions (tensor2tensor's guard for concat), so both give [sin p, cos p].
+  std::vector<double> a(20), b(20);
+  posenc::sinusoidal_table(posenc::strided_view<double, 2>(a.data(), {10, 2}), {2, 10000.0, posenc::sinusoidal_layout::interleaved});
+  posenc::sinusoidal_table(posenc::strided_view<double, 2>(b.data(), {10, 2}), {2, 10000.0, posenc::sinusoidal_layout::concat});
+  EXPECT_EQ(a, b);
+  for (int p = 0; p < 10; ++p) {
+    EXPECT_EQ(a[static_cast<std::size_t>(2 * p)], std::sin(static_cast<double>(p)));
+    EXPECT_EQ(a[static_cast<std::size_t>(2 * p + 1)], std::cos(static_cast<double>(p)));
+  }
+  const auto w = posenc::sinusoidal_frequencies({8, 10000.0, posenc::sinusoidal_layout::concat});
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_EQ(w[0], 1.0);
+  EXPECT_NEAR(w[3], 1e-4, 1e-19);  // base^(-3/3)
+}
+
+TEST(MakePaddedPositions, FairseqAndHuggingFace) {
+  const std::int64_t tok[] = {1, 1, 7, 9, 5, 1, 1, 8};  // padding_idx 1
+  std::int64_t pos[8];
+  posenc::make_padded_positions(tok, 2, 4, 1, pos);
+  const std::int64_t want[] = {1, 1, 2, 3, 2, 1, 1, 3};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(pos[i], want[i]) << i;
+  // HF create_position_ids_from_input_ids with past_key_values_length 5: (cumsum + past) * mask + padding_idx.
+  const std::int32_t tok32[] = {1, 4, 4};
+  std::int64_t pos32[3];
+  posenc::make_padded_positions(tok32, 1, 3, 1, pos32, 5);
+  EXPECT_EQ(pos32[0], 1);
+  EXPECT_EQ(pos32[1], 7);
+  EXPECT_EQ(pos32[2], 8);
+  // Padding rows get nothing added.
+  posenc::sinusoidal_config cfg{4, 10000.0, posenc::sinusoidal_layout::concat, 1};
+  std::vector<float> x(32, 0.25f);
+  posenc::add_sinusoidal(posenc::strided_view<float, 3>(x.data(), {2, 4, 4}), cfg, posenc::positions::per_token(pos, 2, 4));
+  for (int t : {0, 1, 5, 6})
+    for (int f = 0; f < 4; ++f) EXPECT_EQ(x[static_cast<std::size_t>(4 * t + f)], 0.25f) << "padding token " << t;
+  EXPECT_NE(x[8], 0.25f);
+  // Rejected: negative sizes, padding_idx, past_length; null arrays; overflow.
+  std::int64_t out[2] = {-5, -5};
+  EXPECT_THROW(posenc::make_padded_positions(tok, -1, 2, 1, out), posenc::argument_error);
+  EXPECT_THROW(posenc::make_padded_positions(tok, 1, 2, -1, out), posenc::argument_error);
+  EXPECT_THROW(posenc::make_padded_positions(tok, 1, 2, 1, out, -3), posenc::argument_error);
+  EXPECT_THROW(posenc::make_padded_positions(static_cast<const std::int64_t*>(nullptr), 1, 2, 1, out), posenc::argument_error);
+  EXPECT_THROW(posenc::make_padded_positions(tok, 1, 2, std::numeric_limits<index_t>::max() - 1, out), posenc::argument_error);
+  EXPECT_EQ(out[0], -5);
+  EXPECT_EQ(out[1], -5);
+}
+
+// Every rejected call throws argument_error and leaves its output untouched.
+TEST(Sinusoidal, RejectsBadInputWritingNothing) {
+  std::vector<float> x(2 * 3 * 8, 1.5f);
+  const std::vector<float> orig = x;
+  const posenc::strided_view<float, 3> v(x.data(), {2, 3, 8});
+  const posenc::positions p0 = posenc::positions::offset(0);
+  auto expect_rejected = [&](auto&& call, const char* what) {
+    EXPECT_THROW(call(), posenc::argument_error) << what;
+    EXPECT_EQ(x, orig) << what;
+  };
+  expect_rejected([&] { posenc::add_sinusoidal(v, {7}, p0); }, "odd dim");
+  expect_rejected([&] { posenc::add_sinusoidal(v, {0}, p0); }, "zero dim");
+  expect_rejected([&] { posenc::add_sinusoidal(v, {6}, p0); }, "dim mismatch");
+  expect_rejected([&] { posenc::add_sinusoidal(v, {8, 1.0}, p0); }, "base 1");
+  expect_rejected([&] { posenc::add_sinusoidal(v, {8, std::nan("")}, p0); }, "NaN base");
+  expect_rejected([&] { posenc::add_sinusoidal(v, {8, 10000.0, posenc::sinusoidal_layout::concat, -1}, p0); }, "padding_idx");
+  expect_rejected([&] { posenc::add_sinusoidal(v, {8, 10000.0, static_cast<posenc::sinusoidal_layout>(7)}, p0); }, "layout");
+  expect_rejected([&] { posenc::add_sinusoidal(v, {8}, posenc::positions::offset(-1)); }, "negative offset");
+  expect_rejected([&] { posenc::add_sinusoidal(v, {8}, posenc::positions::offset(std::numeric_limits<index_t>::max())); },
+                  "offset overflow");
+  const std::int64_t seq[] = {0, 1, 2};
+  expect_rejected([&] { posenc::add_sinusoidal(v, {8}, posenc::positions::per_sequence(seq, 3)); }, "per_sequence count");
+  std::int64_t ids[6] = {0, 1, 2, 3, -4, 5};
+  expect_rejected([&] { posenc::add_sinusoidal(v, {8}, posenc::positions::per_token(ids, 2, 3)); }, "negative id");
+  expect_rejected([&] { posenc::add_sinusoidal(posenc::strided_view<float, 3>(x.data(), {2, 3, 8}, {24, 8, -1}), {8}, p0); },
+                  "negative stride");
+  // Out of place: the output overlaps the input without being it.
+  expect_rejected([&] {
+    posenc::add_sinusoidal(posenc::strided_view<const float, 3>(x.data(), {1, 2, 8}),
+                           posenc::strided_view<float, 3>(x.data() + 4, {1, 2, 8}), {8}, p0);
+  }, "overlap");
+  expect_rejected([&] {
+    posenc::add_sinusoidal(posenc::strided_view<const float, 3>(x.data(), {1, 2, 8}),
+                           posenc::strided_view<float, 3>(x.data() + 16, {1, 1, 8}), {8}, p0);
+  }, "shape mismatch");
+  // Tables.
+  expect_rejected([&] { posenc::sinusoidal_table(posenc::strided_view<float, 2>(x.data(), {6, 8}), {8}, -2); }, "table offset");
+  expect_rejected([&] { posenc::sinusoidal_table(posenc::strided_view<float, 2>(x.data(), {6, 8}), {9}); }, "table odd dim");
+  expect_rejected([&] { posenc::sinusoidal_table(posenc::strided_view<float, 2>(x.data(), {6, 8}, {0, 1}), {8}); },
+                  "table zero stride output");
+  EXPECT_THROW(posenc::sinusoidal_frequencies({3}), posenc::argument_error);
+}
+
+// ------------------------------------------------------------------------------------------------ module
+
+TEST(SinusoidalEmbedding, BufferAndEvalForward) {
+  const posenc::sinusoidal_embedding<> pe({16}, 50);
+  ASSERT_EQ(pe.table().extent(0), 50);
+  ASSERT_EQ(pe.table().extent(1), 16);
+  std::vector<float> t(50 * 16);
+  posenc::sinusoidal_table(posenc::strided_view<float, 2>(t.data(), {50, 16}), {16});
+  for (index_t i = 0; i < 50 * 16; ++i) ASSERT_EQ(pe.table().data()[i], t[static_cast<std::size_t>(i)]);
+
+  Eigen::Tensor<float, 3, Eigen::RowMajor> x(2, 7, 16);
+  x.setConstant(0.75f);
+  pe.forward(x);  // eval: x + pe[:L]
+  for (index_t n = 0; n < 2; ++n)
+    for (index_t l = 0; l < 7; ++l)
+      for (index_t d = 0; d < 16; ++d) ASSERT_EQ(x(n, l, d), 0.75f + t[static_cast<std::size_t>(l * 16 + d)]);
+
+  // Eval mode with a generator draws nothing.
+  std::mt19937_64 rng(5), ref(5);
+  const posenc::sinusoidal_embedding<> drop({16}, 50, 0.5);
+  Eigen::Tensor<float, 3, Eigen::RowMajor> y(2, 7, 16);
+  y.setConstant(0.75f);
+  drop.forward(y, false, rng);
+  EXPECT_EQ(rng(), ref());
+  for (index_t i = 0; i < x.size(); ++i) ASSERT_EQ(y.data()[i], x.data()[i]);
+
+  // Decoding: positions past the buffer are rejected, the rest is x + pe[p].
+  std::vector<double> z(16, 0.0);
+  const posenc::sinusoidal_embedding<double> pd({16}, 50);
+  pd.forward(posenc::strided_view<double, 2>(z.data(), {1, 16}), posenc::positions::offset(49));
+  EXPECT_EQ(z[1], std::cos(49.0));
+  EXPECT_THROW(pd.forward(posenc::strided_view<double, 2>(z.data(), {1, 16}), posenc::positions::offset(50)), posenc::argument_error);
+  EXPECT_EQ(z[1], std::cos(49.0));
+}
+
+TEST(SinusoidalEmbedding, DropoutStatisticsAndReproducibility) {
+  constexpr index_t n = 10, l = 100, d = 100;  // 10^5 elements
+  constexpr double p = 0.1;
+  const posenc::sinusoidal_embedding<> pe({d}, l, p);
+  Eigen::Tensor<float, 3, Eigen::RowMajor> x(n, l, d), y(n, l, d), eval(n, l, d);
+  x.setConstant(2.0f);  // x + pe >= 1: never zero unless dropped
+  y = x;
+  eval = x;
+  pe.forward(eval);
+  std::mt19937_64 rng(2024);
+  pe.forward(y, true, rng);
+  index_t zeros = 0;
+  const float keep = static_cast<float>(1.0 / (1.0 - p));
+  for (index_t i = 0; i < y.size(); ++i) {
+    if (y.data()[i] == 0.0f) {
+      ++zeros;
+    } else {
+      ASSERT_EQ(y.data()[i], eval.data()[i] * keep) << i;  // kept: scaled by 1/(1-p), rounded once
+    }
+  }
+  const double count = static_cast<double>(y.size());
+  const double sigma = std::sqrt(count * p * (1 - p));
+  EXPECT_NEAR(static_cast<double>(zeros), count * p, 3 * sigma);
+  RecordProperty("dropout_zero_fraction", sci(static_cast<double>(zeros) / count));
+
+  // The same seed gives the same mask; another seed another one.
+  Eigen::Tensor<float, 3, Eigen::RowMajor> y2 = x, y3 = x;
+  std::mt19937_64 again(2024), other(2025);
+  pe.forward(y2, true, again);
+  pe.forward(y3, true, other);
+  index_t same = 0, diff = 0;
+  for (index_t i = 0; i < y.size(); ++i) {
+    same += y.data()[i] == y2.data()[i];
+    diff += y.data()[i] != y3.data()[i];
+  }
+  EXPECT_EQ(same, y.size());
+  EXPECT_GT(diff, 0);
+
+  // p = 1 drops everything; p = 0 in training mode is the identity on x + pe.
+  const posenc::sinusoidal_embedding<> all({d}, l, 1.0);
+  Eigen::Tensor<float, 3, Eigen::RowMajor> z = x;
+  all.forward(z, true, rng);
+  for (index_t i = 0; i < z.size(); ++i) ASSERT_EQ(z.data()[i], 0.0f);
+  const posenc::sinusoidal_embedding<> none({d}, l, 0.0);
+  z = x;
+  none.forward(z, true, rng);
+  for (index_t i = 0; i < z.size(); ++i) ASSERT_EQ(z.data()[i], eval.data()[i]);
+}
+
+TEST(SinusoidalEmbedding, NarrowDtypesAndRejects) {
+  const posenc::sinusoidal_embedding<> pe({8}, 10);
+  std::vector<Eigen::half> h(3 * 8, Eigen::half(0.5f));
+  pe.forward(posenc::strided_view<Eigen::half, 2>(h.data(), {3, 8}));
+  for (index_t l = 0; l < 3; ++l)
+    for (index_t d = 0; d < 8; ++d)
+      EXPECT_EQ(static_cast<float>(h[static_cast<std::size_t>(l * 8 + d)]),
+                static_cast<float>(Eigen::half(0.5f + pe.table()(l, d))));
+  // The seed's checks: odd dim (its "emb_dim must be even"), bad dropout, negative length.
+  EXPECT_THROW(posenc::sinusoidal_embedding<>({7}, 10), posenc::argument_error);
+  EXPECT_THROW(posenc::sinusoidal_embedding<>({8}, 10, 1.5), posenc::argument_error);
+  EXPECT_THROW(posenc::sinusoidal_embedding<>({8}, 10, -0.1), posenc::argument_error);
+  EXPECT_THROW(posenc::sinusoidal_embedding<>({8}, -1), posenc::argument_error);
+  std::vector<float> x(5 * 6, 1.0f);
+  EXPECT_THROW(pe.forward(posenc::strided_view<float, 2>(x.data(), {5, 6})), posenc::argument_error);  // D mismatch
+  std::vector<float> y(11 * 8, 1.0f);
+  EXPECT_THROW(pe.forward(posenc::strided_view<float, 2>(y.data(), {11, 8})), posenc::argument_error);  // L > max_len
+  for (float v : y) ASSERT_EQ(v, 1.0f);
+}
+
+}  // namespace
