@@ -116,8 +116,16 @@ void rope_apply(const Source& src, const Pos& pos, rope_style style, index_t off
   const index_t n_len = targets[0].in.extent(1);
   C buf_cos[rope_chunk];
   C buf_sin[rope_chunk];
-  for (index_t n = 0; n < n_batch; ++n) {
-    for (index_t l = 0; l < n_len; ++l) {
+  // Sequence-major order, reusing cos/sin while the position repeats (an offset gives every sequence the
+  // same positions): forming them is the cost of the cache-free path, so a batch of N sequences pays for
+  // one. Only when the whole window is one chunk, so the buffers hold the full row.
+  const bool reuse = pairs <= rope_chunk;
+  bool have_row = false;
+  decltype(pos.at(0, 0)) last_p{};
+  const C* cos_row = nullptr;
+  const C* sin_row = nullptr;
+  for (index_t l = 0; l < n_len; ++l) {
+    for (index_t n = 0; n < n_batch; ++n) {
       const auto p = pos.at(n, l);
       for (const auto& t : targets) {
         if (static_cast<const void*>(t.in.data()) == static_cast<const void*>(t.out.data())) continue;
@@ -129,9 +137,15 @@ void rope_apply(const Source& src, const Pos& pos, rope_style style, index_t off
       }
       for (index_t b = 0; b < pairs; b += rope_chunk) {
         const index_t e = b + rope_chunk < pairs ? b + rope_chunk : pairs;
-        const C* cos = nullptr;
-        const C* sin = nullptr;
-        src.fill(p, b, e, buf_cos, buf_sin, cos, sin);
+        const C* cos = cos_row;
+        const C* sin = sin_row;
+        if (!(reuse && have_row && p == last_p)) {
+          src.fill(p, b, e, buf_cos, buf_sin, cos, sin);
+          cos_row = cos;
+          sin_row = sin;
+          last_p = p;
+          have_row = true;
+        }
         for (const auto& t : targets) {
           for (index_t h = 0; h < t.in.extent(2); ++h) {
             const T* in_row = &t.in(n, l, h, offset);

@@ -163,13 +163,20 @@ void sinusoid_rows(const sinusoid_params& sp, const Pos& pos, const strided_view
     const index_t e = b + sinusoid_chunk < pairs ? b + sinusoid_chunk : pairs;
     const index_t m = e - b;
     for (index_t i = b; i < e; ++i) w[i - b] = math::sinusoid_inv_freq(sp.base, i, sp.dim, sp.concat);
-    for (index_t n = 0; n < n_batch; ++n) {
-      for (index_t l = 0; l < n_len; ++l) {
+    // Sequence-major order, and the row reused while the position repeats: with an offset (the same
+    // positions in every sequence) sin/cos are formed once per position, not once per token (N times fewer
+    // sincos, which dominate this kernel).
+    index_t last_p = -1;
+    for (index_t l = 0; l < n_len; ++l) {
+      for (index_t n = 0; n < n_batch; ++n) {
         const index_t p = pos.at(n, l);
         const bool zero = sp.has_padding && p == sp.padding_idx;
         if (zero && has_in && static_cast<const void*>(in.data()) == static_cast<const void*>(out.data())) continue;
         const double* sv = zeros;
-        if (!zero) {
+        if (!zero && p == last_p) {
+          sv = v;
+        } else if (!zero) {
+          last_p = p;
           for (index_t k = 0; k < m; ++k) {
             const double th = math::angle(p, w[k]);
             // interleaved: [s0, c0, s1, c1, ...]; concat: [s0 .. s_{m-1}] then [c0 .. c_{m-1}]
