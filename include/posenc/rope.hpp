@@ -187,6 +187,8 @@ void apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) {
 
 /// q and k in one pass, in place: cos/sin are formed once per token and used for all heads of both (k may
 /// have fewer heads than q, GQA; both are often views into one fused QKV buffer). Same N, L and head dim.
+/// Precondition: q and k share no element. Passing one tensor twice is rejected; views that overlap from
+/// different starts cannot be told from interleaved fused-QKV views cheaply and are not detected.
 template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) {
   const auto tq = detail::make_target(q, q);
