@@ -65,12 +65,6 @@ T added(T old, double slope, index_t j, index_t q, bool symmetric) {
 
 // ------------------------------------------------------------------------------------------------ golden
 
-std::string sci(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3e", v);
-  return buf;
-}
-
 /// max |got - expected| / max(1, |expected|): the error in the units of the tolerance's scale.
 template <class T>
 double scaled_error(const std::vector<T>& got, const golden_array& expected) {

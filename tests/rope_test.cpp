@@ -26,15 +26,6 @@ constexpr std::array<rope_style, 2> kStyles{rope_style::interleaved, rope_style:
 
 const char* style_name(rope_style s) { return s == rope_style::interleaved ? "interleaved" : "half_split"; }
 
-template <class T>
-std::vector<T> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
-
 posenc::rope_config make_cfg(index_t head_dim, index_t rotary_dim, index_t rotary_offset, rope_style style,
                              const posenc::rope_scaling& scaling = {}) {
   posenc::rope_config cfg;

@@ -21,13 +21,6 @@ namespace {
 using posenc::index_t;
 using namespace posenc_test;
 
-// Errors for RecordProperty, readable at 1e-17 (std::to_string prints 6 decimals).
-std::string sci(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3e", v);
-  return buf;
-}
-
 const std::vector<golden_case>& golden() {
   static const std::vector<golden_case> cases = load_golden("sinusoidal.txt");
   return cases;

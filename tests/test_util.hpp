@@ -3,6 +3,8 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <random>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +15,23 @@
 #include "golden.hpp"
 
 namespace posenc_test {
+
+/// An error for RecordProperty, readable at 1e-17 (std::to_string prints 6 decimals).
+inline std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
+
+/// n values uniform in [-1, 1) from a fixed seed, converted to T.
+template <class T>
+std::vector<T> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(u(gen));
+  return v;
+}
 
 /// "half_split_full" -> "HalfSplitFull": GoogleTest parameter names without underscores.
 inline std::string camel(const std::string& s) {

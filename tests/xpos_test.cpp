@@ -25,15 +25,6 @@ using namespace posenc_test;
 template <class T>
 using RowMajor3 = Eigen::Tensor<T, 3, Eigen::RowMajor>;
 
-template <class T>
-std::vector<T> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
-
 posenc::xpos_config config_of(const golden_case& c) {
   posenc::xpos_config cfg;
   cfg.head_dim = c.integer("head_dim");
