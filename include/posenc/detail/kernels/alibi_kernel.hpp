@@ -6,6 +6,7 @@
 // Writing a bias tensor and adding to attention scores are the same loop (Add = false / true).
 #pragma once
 
+#include <cstdint>
 #include <limits>
 
 #include "posenc/config.hpp"
@@ -32,19 +33,34 @@ struct alibi_view_slopes {
   double operator()(index_t n, index_t h) const { return simd::load_as<double>(slopes(n, h)); }
 };
 
-/// Keys [begin, end) of one row: e = bias (Add = false) or e = e + bias (Add = true), in double, rounded to T
-/// once (Eigen::half and bfloat16 through float, as simd::store_as does everywhere).
+/// Keys [begin, end) of one row: e = slope * (j - query) (Add = false) or e = e + that (Add = true), in
+/// double, rounded to T once (Eigen::half and bfloat16 through float, as simd::store_as does everywhere).
+/// The symmetric form passes -slope for the keys after the query. Each product is the one
+/// math::alibi_bias_value forms; while the distances fit int32 they are converted from int32, which
+/// baseline x86-64 (SSE2) converts four at a time (int64 -> double needs AVX-512DQ), so the contiguous
+/// branch vectorises.
 template <bool Add, class T>
-inline void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope, index_t query, bool symmetric) {
-  for (index_t j = begin; j < end; ++j) {
-    T& e = row[j * stride];
-    const double b = math::alibi_bias_value(slope, j, query, symmetric);
+inline void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope, index_t query) {
+  const auto put = [](T& e, double b) {
     if constexpr (Add) {
       e = simd::store_as<T>(simd::load_as<double>(e) + b);
     } else {
       e = simd::store_as<T>(b);
     }
+  };
+  if (begin >= end) return;
+  constexpr index_t lo = std::numeric_limits<std::int32_t>::min();
+  constexpr index_t hi = std::numeric_limits<std::int32_t>::max();
+  const index_t d0 = begin - query;
+  const index_t d1 = end - 1 - query;
+  if (stride == 1 && d0 >= lo && d1 <= hi) {
+    const auto first = static_cast<std::int32_t>(d0);
+    const auto count = static_cast<std::int32_t>(end - begin);
+    T* r = row + begin;
+    for (std::int32_t k = 0; k < count; ++k) put(r[k], slope * static_cast<double>(first + k));
+    return;
   }
+  for (index_t j = begin; j < end; ++j) put(row[j * stride], slope * static_cast<double>(j - query));
 }
 
 /// out[n, h, i, j] (=|+=) slope(n, h) * (j - q), q = pos.at(n, i); -slope * |j - q| when symmetric; -inf where
@@ -64,11 +80,11 @@ void alibi_apply(const strided_view<T, 4>& out, const Slopes& slopes, const posi
         T* row = out.data() + n * out.stride(0) + h * out.stride(1) + i * out.stride(2);
         const index_t q = pos.at(n, i);
         const index_t split = q < lk ? q + 1 : lk;  // keys at or before the query
-        alibi_span<Add>(row, sk, 0, split, slope, q, symmetric);
+        alibi_span<Add>(row, sk, 0, split, slope, q);  // d <= 0: both forms are slope * d
         if (causal) {
           for (index_t j = split; j < lk; ++j) row[j * sk] = simd::store_as<T>(neg_inf);
         } else {
-          alibi_span<Add>(row, sk, split, lk, slope, q, symmetric);
+          alibi_span<Add>(row, sk, split, lk, symmetric ? -slope : slope, q);  // symmetric: -slope * |d|
         }
       }
     }
