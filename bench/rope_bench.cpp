@@ -3,9 +3,11 @@
 // (512 tokens), and a batch of 4 x 2048 tokens with 8 KV heads (32 MiB, larger than the caches).
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <posenc/dispatch.hpp>
 #include <posenc/posenc.hpp>
 
 #include "baseline.hpp"
@@ -69,8 +71,10 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_Rope<posenc::rope_style::half_split, false>)->Name("BM_RopeHalfSplitPlan/scalar")->Apply(shapes);
-BENCHMARK(BM_Rope<posenc::rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache/scalar")->Apply(shapes);
-BENCHMARK(BM_Rope<posenc::rope_style::interleaved, false>)->Name("BM_RopeInterleavedPlan/scalar")->Apply(shapes);
-BENCHMARK(BM_Rope<posenc::rope_style::interleaved, true>)->Name("BM_RopeInterleavedCache/scalar")->Apply(shapes);
+// Named by the instruction set the kernels were compiled for (the static dispatch of this build's flags).
+const std::string isa_suffix = std::string("/") + posenc::isa_name(posenc::compiled_isa());
+BENCHMARK(BM_Rope<posenc::rope_style::half_split, false>)->Name("BM_RopeHalfSplitPlan" + isa_suffix)->Apply(shapes);
+BENCHMARK(BM_Rope<posenc::rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache" + isa_suffix)->Apply(shapes);
+BENCHMARK(BM_Rope<posenc::rope_style::interleaved, false>)->Name("BM_RopeInterleavedPlan" + isa_suffix)->Apply(shapes);
+BENCHMARK(BM_Rope<posenc::rope_style::interleaved, true>)->Name("BM_RopeInterleavedCache" + isa_suffix)->Apply(shapes);
 BENCHMARK(BM_RopeNaiveEigen)->Name("BM_RopeNaiveEigenPeer")->Apply(shapes);

@@ -66,3 +66,9 @@
 #else
 #define POSENC_HAS_NEON 0
 #endif
+// Run-time CPU feature queries (posenc/dispatch.hpp): GCC and Clang on x86 have __builtin_cpu_supports.
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define POSENC_HAS_CPU_SUPPORTS 1
+#else
+#define POSENC_HAS_CPU_SUPPORTS 0
+#endif

@@ -139,7 +139,7 @@ inline void validate_mrope_positions(const char* fn, const mrope_positions& p, i
     }
 }
 
-template <class T, std::size_t K>
+template <class Isa, class T, std::size_t K>
 void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& pos, double sign,
                  const std::array<rope_target<T>, K>& targets, const std::array<const char*, 2 * K>& names) {
   check_rope_call(fn, mp.plan(), positions::offset(0), targets, names);
@@ -148,7 +148,7 @@ void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& po
   using A = simd::acc_t<T>;
   const rope_plan& plan = mp.plan();
   const polar_source<mrope_pair> src{{plan.inv_freq().data(), mp.axis().data(), plan.magnitude()}};
-  rope_apply<simd::scalar, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
+  rope_apply<Isa, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
 }
 
 }  // namespace detail
@@ -163,33 +163,33 @@ void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& po
 /// posenc::mrope_plan mp(posenc::make_rope_plan(cfg), {16, 24, 24}, posenc::mrope_layout::chunked);
 /// posenc::apply_mrope(mp, q, posenc::mrope_positions::shared(thw.data(), L));  // thw: (3, L)
 /// ```
-template <class X>
+template <class X, class Isa = detail::best_isa>
 void apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) {
   const auto t = detail::make_target(x, x);
-  detail::mrope_entry("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+  detail::mrope_entry<Isa>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
 }
 
 /// Out of place (`out` must not overlap `in`).
-template <class X, class Y>
+template <class X, class Y, class Isa = detail::best_isa>
 void apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions& pos) {
   const auto t = detail::make_target(in, out);
-  detail::mrope_entry("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+  detail::mrope_entry<Isa>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
 }
 
 /// q and k in one pass, in place (same N, L; k may have fewer heads).
-template <class Q, class K>
+template <class Q, class K, class Isa = detail::best_isa>
 void apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
-  detail::mrope_entry("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
+  detail::mrope_entry<Isa>("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
                       {"q", "q", "k", "k"});
 }
 
 /// Backward pass (transpose): rotation by -p[axis(i)] * w_i, in place on the gradient.
-template <class X>
+template <class X, class Isa = detail::best_isa>
 void apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) {
   const auto t = detail::make_target(grad, grad);
-  detail::mrope_entry("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+  detail::mrope_entry<Isa>("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
 }
 
 POSENC_END_NAMESPACE

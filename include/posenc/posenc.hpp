@@ -6,6 +6,7 @@
 #include "posenc/alibi.hpp"        // IWYU pragma: export
 #include "posenc/compat.hpp"       // IWYU pragma: export
 #include "posenc/config.hpp"       // IWYU pragma: export
+#include "posenc/dispatch.hpp"     // IWYU pragma: export
 #include "posenc/error.hpp"        // IWYU pragma: export
 #include "posenc/learned.hpp"      // IWYU pragma: export
 #include "posenc/mrope.hpp"        // IWYU pragma: export

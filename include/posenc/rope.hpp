@@ -116,23 +116,26 @@ index_t check_rope_call(const char* fn, const rope_plan& plan, const positions& 
   return validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1));
 }
 
-template <class T, std::size_t K>
+// Isa is a template parameter of every entry (defaulted to best_isa at the public functions), so translation
+// units built with different -m flags instantiate differently named functions: no ODR clash when an engine
+// links them together (STYLE.md section 6).
+template <class Isa, class T, std::size_t K>
 void run_rope(const rope_plan& plan, const positions& pos, double sign, const std::array<rope_target<T>, K>& targets) {
   using A = simd::acc_t<T>;
   const auto src = make_angle_source(plan.inv_freq().data(), plan.magnitude());
-  rope_apply<simd::scalar, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
+  rope_apply<Isa, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
 }
 
-template <class C, class T, std::size_t K>
+template <class Isa, class C, class T, std::size_t K>
 void run_rope(const rope_cache<C>& cache, const positions& pos, double sign,
               const std::array<rope_target<T>, K>& targets) {
   using A = simd::acc_t<T>;
   const rope_plan& plan = cache.plan();
   const table_source<C> src{cache.cos_data(), cache.sin_data(), plan.pairs()};
-  rope_apply<simd::scalar, A, C>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
+  rope_apply<Isa, A, C>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
 }
 
-template <class F, class T, std::size_t K>
+template <class Isa, class F, class T, std::size_t K>
 void rope_entry(const char* fn, const F& freq, const positions& pos, double sign,
                 const std::array<rope_target<T>, K>& targets, const std::array<const char*, 2 * K>& names) {
   const index_t max_pos = check_rope_call(fn, plan_of(freq), pos, targets, names);
@@ -141,7 +144,7 @@ void rope_entry(const char* fn, const F& freq, const positions& pos, double sign
       throw_invalid_argument(fn, "position ", max_pos, " is past the cache of ", freq.max_positions(), " positions");
   }
   if (max_pos < 0) return;
-  run_rope(freq, pos, sign, targets);
+  run_rope<Isa>(freq, pos, sign, targets);
 }
 
 template <class X>
@@ -171,45 +174,45 @@ auto make_target(In&& in, Out&& out) {
 /// Eigen::Tensor<float, 4, Eigen::RowMajor> q(1, 16, 32, 128);
 /// posenc::apply_rope(plan, q, posenc::positions::offset(0));
 /// ```
-template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
+template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Isa = detail::best_isa>
 void apply_rope(const F& freq, X&& x, const positions& pos) {
   const auto t = detail::make_target(x, x);
-  detail::rope_entry("apply_rope", freq, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+  detail::rope_entry<Isa>("apply_rope", freq, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
 }
 
 /// Out of place: `out` = RoPE(`in`); features outside the rotated window are copied. `out` must not overlap
 /// `in` (pass the same tensor twice for in place).
-template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
+template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Isa = detail::best_isa>
 void apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) {
   const auto t = detail::make_target(in, out);
-  detail::rope_entry("apply_rope", freq, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+  detail::rope_entry<Isa>("apply_rope", freq, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
 }
 
 /// q and k in one pass, in place: cos/sin are formed once per token and used for all heads of both (k may
 /// have fewer heads than q, GQA; both are often views into one fused QKV buffer). Same N, L and head dim.
 /// Precondition: q and k share no element. Passing one tensor twice is rejected; views that overlap from
 /// different starts cannot be told from interleaved fused-QKV views cheaply and are not detected.
-template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
+template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Isa = detail::best_isa>
 void apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
   static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_rope_qk: q and k have one element type");
-  detail::rope_entry("apply_rope_qk", freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
+  detail::rope_entry<Isa>("apply_rope_qk", freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
 }
 
 /// Backward pass (the transpose of apply_rope): rotation by -p*w_i with the same magnitude, in place on the
 /// gradient. It inverts apply_rope exactly where the magnitude is 1.
-template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
+template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Isa = detail::best_isa>
 void apply_rope_backward(const F& freq, X&& grad, const positions& pos) {
   const auto t = detail::make_target(grad, grad);
-  detail::rope_entry("apply_rope_backward", freq, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+  detail::rope_entry<Isa>("apply_rope_backward", freq, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
 }
 
 /// Backward pass out of place: grad_in = R(-theta)^T-scaled grad_out.
-template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
+template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Isa = detail::best_isa>
 void apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) {
   const auto t = detail::make_target(grad_out, grad_in);
-  detail::rope_entry("apply_rope_backward", freq, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad_out", "grad_in"});
+  detail::rope_entry<Isa>("apply_rope_backward", freq, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad_out", "grad_in"});
 }
 
 POSENC_END_NAMESPACE

@@ -40,11 +40,11 @@ struct rerotate_pair {
   polar operator()(index_t p, index_t i) const { return {math::angle(p, to[i]) - math::angle(p, from[i]), ratio}; }
 };
 
-template <class T, class Pos, class Source>
+template <class Isa, class T, class Pos, class Source>
 void run_rotation(const Source& src, const Pos& pos, const rope_plan& plan, const rope_target<T>& t) {
   using A = simd::acc_t<T>;
-  rope_apply<simd::scalar, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), A(1),
-                                 std::array<rope_target<T>, 1>{t});
+  rope_apply<Isa, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), A(1),
+                             std::array<rope_target<T>, 1>{t});
 }
 
 /// Index map of the rotated window: feature f of layout `to` comes from feature map(f) of layout `from`
@@ -76,19 +76,19 @@ inline void check_window(const char* fn, index_t head_dim, index_t rotary_dim, i
 /// // drop the first 256 cached tokens: the rest move 256 positions back
 /// posenc::shift_rope(plan, k_cache_tail, -256);
 /// ```
-template <class X>
+template <class X, class Isa = detail::best_isa>
 void shift_rope(const rope_plan& plan, X&& k, index_t delta) {
   constexpr const char* fn = "shift_rope";
   const auto t = detail::make_target(k, k);
   detail::check_rope_call(fn, plan, positions::offset(0), std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
   if (t.in.empty()) return;
   const auto src = detail::make_angle_source(plan.inv_freq().data(), 1.0);
-  detail::run_rotation(src, detail::delta_positions{delta, nullptr, 0}, plan, t);
+  detail::run_rotation<Isa>(src, detail::delta_positions{delta, nullptr, 0}, plan, t);
 }
 
 /// Context shift with a delta per cached token: `deltas` is (N, L) row-major, any sign (llama.cpp shifts
 /// each KV cell by its own delta).
-template <class X>
+template <class X, class Isa = detail::best_isa>
 void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_t batch, index_t length) {
   constexpr const char* fn = "shift_rope";
   const auto t = detail::make_target(k, k);
@@ -99,14 +99,14 @@ void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_
   if (t.in.empty()) return;
   if (deltas == nullptr) detail::throw_invalid_argument(fn, "deltas is null");
   const auto src = detail::make_angle_source(plan.inv_freq().data(), 1.0);
-  detail::run_rotation(src, detail::delta_positions{0, deltas, length}, plan, t);
+  detail::run_rotation<Isa>(src, detail::delta_positions{0, deltas, length}, plan, t);
 }
 
 /// Re-rotates keys cached under plan `from` into plan `to` at the same positions, in one pass and in place:
 /// angle p*(w_to - w_from), magnitude m_to/m_from. For LongRoPE's short -> long switch and dynamic NTK
 /// growth, where vLLM and HF recompute keys instead. The plans must share head_dim, rotary dim, offset and
 /// style. Throws argument_error, writing nothing, otherwise or on bad positions.
-template <class X>
+template <class X, class Isa = detail::best_isa>
 void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) {
   constexpr const char* fn = "rerotate_rope";
   if (from.empty() || to.empty()) detail::throw_invalid_argument(fn, "a plan is empty");
@@ -120,7 +120,7 @@ void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const posi
   const index_t max_pos = detail::check_rope_call(fn, to, pos, std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
   if (max_pos < 0) return;
   const detail::polar_source<detail::rerotate_pair> src{{from.inv_freq().data(), to.inv_freq().data(), to.magnitude() / from.magnitude()}};
-  detail::run_rotation(src, pos, to, t);
+  detail::run_rotation<Isa>(src, pos, to, t);
 }
 
 /// Converts (N, L, H, D) tensors between pair layouts, out of place: within the window [rotary_offset,

@@ -123,8 +123,9 @@ void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, ind
     const polar_source<xpos_pair> src{{plan.inv_freq().data(), plan.log_zeta().data(), center, plan.config().scale_base,
                                        modes[k] == xpos_mode::upscale ? 1.0 : -1.0}};
     // Double arithmetic: the scale may exceed float's range where the scaled value does not.
+    // Double arithmetic always takes the scalar kernel; naming it keeps this function ISA-independent.
     rope_apply<simd::scalar, double, double>(src, pos, plan.config().style, 0, plan.pairs(), direction,
-                                             std::array<rope_target<T>, 1>{targets[k]});
+                                         std::array<rope_target<T>, 1>{targets[k]});
   }
 }
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include "posenc/config.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
@@ -102,6 +103,71 @@ struct rope_row_kernel<simd::scalar> {
       out[ia * out_stride] = simd::store_as<T>(ya);
       out[ib * out_stride] = simd::store_as<T>(yb);
     }
+  }
+};
+
+/// The vector kernel, written once over `vec<float, Isa>` (detail/simd/vec.hpp): float arithmetic on
+/// contiguous rows (feature stride 1) of float, half or bfloat16 storage with float cos/sin. Each vector does
+/// the scalar kernel's arithmetic per element, with the two products of a rotated value fused (one rounding
+/// fewer, so results agree with the scalar kernel to float rounding). Double, strided rows and the tail of
+/// fewer than one vector of pairs go to the scalar kernel. The ops are called unqualified and found by
+/// argument-dependent lookup in detail::simd (their arguments are Isa tags and vec<float, Isa>), so this
+/// template parses in translation units where no vector ISA is compiled in.
+template <class Isa>
+struct rope_row_kernel {
+  template <class A, class T, class C>
+  static void run(rope_style style, const T* in, index_t in_stride, T* out, index_t out_stride, index_t pairs,
+                  index_t begin, index_t end, const C* cos, const C* sin, A sin_sign) {
+    index_t i = begin;
+    if constexpr (std::is_same_v<A, float> && std::is_same_v<C, float> &&
+                  (std::is_same_v<T, float> || simd::is_narrow_float_v<T>)) {
+      if (in_stride == 1 && out_stride == 1) {
+        i = style == rope_style::interleaved ? interleaved(in, out, begin, end, cos, sin, sin_sign)
+                                             : half_split(in, out, pairs, begin, end, cos, sin, sin_sign);
+      }
+    }
+    rope_row_kernel<simd::scalar>::template run<A>(style, in, in_stride, out, out_stride, pairs, i, end, cos + (i - begin),
+                                                   sin + (i - begin), sin_sign);
+  }
+
+ private:
+  using V = simd::vec<float, Isa>;
+  static constexpr index_t W = V::width;
+
+  /// a_i = in[i], b_i = in[i + pairs]: W pairs per step, four loads and two stores, no shuffles. Returns the
+  /// first pair not done.
+  template <class T>
+  static index_t half_split(const T* in, T* out, index_t pairs, index_t begin, index_t end, const float* cos,
+                            const float* sin, float sin_sign) {
+    const V sign = set1(Isa{}, sin_sign);
+    index_t i = begin;
+    for (; i + W <= end; i += W) {
+      const V a = load(Isa{}, in + i);
+      const V b = load(Isa{}, in + i + pairs);
+      const V c = load(Isa{}, cos + (i - begin));
+      const V s = mul(sign, load(Isa{}, sin + (i - begin)));
+      store(fnma(b, s, mul(a, c)), out + i);          // a c - b s
+      store(fma(a, s, mul(b, c)), out + i + pairs);   // b c + a s
+    }
+    return i;
+  }
+
+  /// (a_i, b_i) = (in[2i], in[2i+1]): W/2 pairs per step. With c and s duplicated per pair,
+  /// y = x c + sign_alternate(pair_swap(x)) s gives (a c - b s, b c + a s) in place, one in-lane shuffle per
+  /// vector instead of a deinterleave/reinterleave.
+  template <class T>
+  static index_t interleaved(const T* in, T* out, index_t begin, index_t end, const float* cos, const float* sin,
+                             float sin_sign) {
+    constexpr index_t P = W / 2;
+    const V sign = set1(Isa{}, sin_sign);
+    index_t i = begin;
+    for (; i + P <= end; i += P) {
+      const V x = load(Isa{}, in + 2 * i);
+      const V c = load_dup_pairs(Isa{}, cos + (i - begin));
+      const V s = mul(sign, load_dup_pairs(Isa{}, sin + (i - begin)));
+      store(fma(x, c, mul(sign_alternate(pair_swap(x)), s)), out + 2 * i);
+    }
+    return i;
   }
 };
 
