@@ -147,9 +147,6 @@ void rope_entry(const char* fn, const F& freq, const positions& pos, double sign
   run_rope<Isa>(freq, pos, sign, targets);
 }
 
-template <class X>
-using nlhd_elem_t = typename decltype(as_nlhd(std::declval<X>()))::element_type;
-
 template <class In, class Out>
 auto make_target(In&& in, Out&& out) {
   auto vo = as_nlhd(std::forward<Out>(out));

@@ -125,11 +125,6 @@ struct eigen_tensor_traits<Eigen::TensorMap<Plain, MapOptions, MakePointer>> : e
 template <class T>
 inline constexpr bool is_eigen_tensor_v = eigen_tensor_traits<std::remove_cv_t<std::remove_reference_t<T>>>::value;
 
-template <class T>
-struct is_strided_view : std::false_type {};
-template <class T, std::size_t R>
-struct is_strided_view<strided_view<T, R>> : std::true_type {};
-
 }  // namespace detail
 
 /// The strided view of an Eigen::Tensor or Eigen::TensorMap (row- or column-major): same memory, same

@@ -60,7 +60,7 @@ inline void alibi_span(T* row, index_t stride, index_t begin, index_t end, doubl
     for (std::int32_t k = 0; k < count; ++k) put(r[k], slope * static_cast<double>(first + k));
     return;
   }
-  for (index_t j = begin; j < end; ++j) put(row[j * stride], slope * static_cast<double>(j - query));
+  for (index_t j = begin; j < end; ++j) put(row[j * stride], math::alibi_bias_value(slope, j, query, false));
 }
 
 /// out[n, h, i, j] (=|+=) slope(n, h) * (j - q), q = pos.at(n, i); -slope * |j - q| when symmetric; -inf where

@@ -41,9 +41,6 @@ auto as_nld(X&& x) {
   }
 }
 
-template <class X>
-using nld_elem_t = typename decltype(as_nld(std::declval<X>()))::element_type;
-
 /// An input/output pair of (N, L, D) views; in place when both address the same elements.
 template <class T>
 struct add_target {
