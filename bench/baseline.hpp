@@ -1,57 +1,82 @@
-// The memory baseline every posenc benchmark reports against: an in-place streaming multiply-add over the
-// same bytes (read + write once), i.e. what the memory system allows for a kernel that touches each element
-// once. Measured in the same run, so the ratio `vs_baseline` is comparable across machines.
+// The paired memory baseline every posenc benchmark reports against (issue #7, section 6): within each
+// benchmark, batches of the kernel alternate with batches of an in-place streaming multiply-add over the same
+// number of bytes (read + write once each), and `vs_baseline` is the median over batches of
+// (baseline time / kernel time): the kernel's bytes/s as a fraction of what the memory system gave the
+// baseline a moment earlier or later. Pairing in time cancels the drift of a shared, throttled or noisy
+// machine that a baseline measured once per run does not; BM_StreamFmaBaseline pairs the baseline with itself
+// and should read 1.00. The reported time is the kernel's per call (manual time); `ns_per_call` repeats it.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <map>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
 
 namespace posenc_bench {
 
-inline void stream_fma(float* x, std::size_t n, float a, float b) {
-  for (std::size_t i = 0; i < n; ++i) x[i] = x[i] * a + b;
-}
+/// x = x * a + b over n floats (baseline.cpp).
+void stream_fma(float* x, std::size_t n, float a, float b);
 
-/// Bytes per second (read + write) of stream_fma over `floats` elements, measured once per size (~0.2 s).
-inline double baseline_bytes_per_second(std::size_t floats) {
-  static std::map<std::size_t, double> cache;
-  auto it = cache.find(floats);
-  if (it != cache.end()) return it->second;
-  std::vector<float> x(floats, 1.0f);
-  using clock = std::chrono::steady_clock;
-  std::size_t reps = 0;
-  const auto t0 = clock::now();
-  double elapsed = 0.0;
-  do {
+/// A buffer the baseline streams over: `bytes` bytes (rounded up to whole floats).
+struct baseline_buffer {
+  std::vector<float> x;
+  explicit baseline_buffer(std::size_t bytes) : x((bytes + sizeof(float) - 1) / sizeof(float), 1.0f) {}
+  void run() {
     stream_fma(x.data(), x.size(), 0.999f, 0.001f);
     benchmark::ClobberMemory();
-    ++reps;
-    elapsed = std::chrono::duration<double>(clock::now() - t0).count();
-  } while (elapsed < 0.2);
-  benchmark::DoNotOptimize(x.data());
-  const double bps = 2.0 * sizeof(float) * static_cast<double>(floats) * static_cast<double>(reps) / elapsed;
-  cache.emplace(floats, bps);
-  return bps;
-}
-
-/// Sets bytes processed (read + write of every element) and vs_baseline = (kernel bytes/s) / (baseline
-/// bytes/s over the same bytes). `seconds` is the wall time of the timed loop, measured by the caller.
-inline void report_bytes(benchmark::State& state, std::size_t elements, std::size_t elem_bytes, double seconds) {
-  const double bytes = 2.0 * static_cast<double>(elements * elem_bytes);
-  const auto iters = static_cast<double>(state.iterations());
-  state.SetBytesProcessed(static_cast<int64_t>(bytes * iters));
-  const double base = baseline_bytes_per_second(elements * elem_bytes / sizeof(float));
-  state.counters["vs_baseline"] = seconds > 0.0 ? bytes * iters / seconds / base : 0.0;
-}
-
-/// Wall time of a benchmark loop: start before `for (auto _ : state)`, seconds() after it.
-struct loop_timer {
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  }
 };
+
+template <class F>
+double time_batch(F& f, int reps) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) f();
+  benchmark::ClobberMemory();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Runs `kernel` paired with the baseline over `bytes` bytes (the kernel's read + write traffic halved: an
+/// in-place pass reads and writes each byte once). Batches repeat the call until it takes >= ~200 us, so
+/// one-token calls are timed over many calls; the order alternates (kernel first, then baseline first).
+template <class K>
+void run_paired(benchmark::State& state, std::size_t bytes, K&& kernel) {
+  baseline_buffer base(bytes);
+  auto baseline = [&] { base.run(); };
+  // Warm both, then size the batch.
+  kernel();
+  baseline();
+  int reps = 1;
+  while (reps < (1 << 20) && time_batch(kernel, reps) < 2e-4) reps *= 2;
+  std::vector<double> ratios;
+  double kernel_seconds = 0.0;
+  std::int64_t batches = 0;
+  for (auto _ : state) {
+    double tk = 0.0, tb = 0.0;
+    if (batches % 2 == 0) {
+      tk = time_batch(kernel, reps);
+      tb = time_batch(baseline, reps);
+    } else {
+      tb = time_batch(baseline, reps);
+      tk = time_batch(kernel, reps);
+    }
+    ratios.push_back(tb / tk);
+    kernel_seconds += tk;
+    ++batches;
+    state.SetIterationTime(tk / reps);
+  }
+  std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
+  state.counters["vs_baseline"] = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
+  state.counters["ns_per_call"] = batches > 0 ? kernel_seconds / static_cast<double>(batches * reps) * 1e9 : 0.0;
+  state.counters["calls_per_batch"] = reps;
+  state.SetBytesProcessed(static_cast<std::int64_t>(2 * bytes) * state.iterations());
+}
+
+/// The suffix naming how this binary dispatches: "/<isa>" for run-time dispatch (the ISA it picked on this
+/// CPU), "/<isa>/static" for a POSENC_STATIC_DISPATCH build.
+std::string isa_suffix();
 
 }  // namespace posenc_bench

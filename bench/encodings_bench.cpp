@@ -1,8 +1,11 @@
-// ALiBi, sinusoidal and learned additions against the same-run memory baseline: each reads and writes its
-// tensor once, so the baseline (an in-place streaming multiply-add over the same bytes) is its ceiling.
-// Shapes: ALiBi on decode scores [1, 32, 1, 4096] and prefill scores [1, 32, 512, 512]; additive
-// encodings on (N, L, D) = (8, 512, 768) (GPT-2 small) and a decode step (64, 1, 768).
+// ALiBi, xPos, sinusoidal and learned additions, T5 bias expansion and the interleaved/half-split layout
+// conversion, each against the paired memory baseline (baseline.hpp) over the bytes it reads and writes.
+// Shapes: ALiBi on prefill scores [1, 32, 512, 4096] (256 MiB) and one decode row [1, 32, 1, 4096]; xPos on
+// [1, 4096, 32, 128]; the additive encodings on (N, L, D) = (8, 512, 768) (GPT-2 small) and (1, 4096, 1024);
+// T5 on [32, 512, 512]; layout conversion on [1, 4096, 32, 128].
+#include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -12,62 +15,122 @@
 
 namespace {
 
-std::vector<float> random_floats(std::size_t n) {
+using posenc::index_t;
+
+template <class T = float>
+std::vector<T> random_values(std::size_t n) {
   std::mt19937 gen(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(gen);
+  std::vector<T> v(n);
+  for (T& x : v) x = T(u(gen));
   return v;
 }
 
-void BM_AlibiAddCausal(benchmark::State& state) {
-  const posenc::index_t n = state.range(0), h = state.range(1), lq = state.range(2), lk = state.range(3);
-  auto scores = random_floats(static_cast<std::size_t>(n * h * lq * lk));
+template <bool Causal>
+void BM_AlibiAdd(benchmark::State& state) {
+  const index_t n = state.range(0), h = state.range(1), lq = state.range(2), lk = state.range(3);
+  auto scores = random_values(static_cast<std::size_t>(n * h * lq * lk));
   posenc::alibi_config cfg;
   cfg.num_heads = h;
   posenc::strided_view<float, 4> v(scores.data(), {n, h, lq, lk});
   const auto pos = posenc::positions::offset(lk - lq);  // the queries are the last lq of lk tokens
-  const posenc_bench::loop_timer timer;
-  for (auto _ : state) {
-    posenc::add_alibi_bias(cfg, v, pos, posenc::alibi_mask::causal);
-    benchmark::ClobberMemory();
-  }
-  posenc_bench::report_bytes(state, scores.size(), sizeof(float), timer.seconds());
+  posenc_bench::run_paired(state, scores.size() * sizeof(float), [&] {
+    posenc::add_alibi_bias(cfg, v, pos, Causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none);
+    benchmark::DoNotOptimize(scores.data());
+  });
 }
-BENCHMARK(BM_AlibiAddCausal)->Name("BM_AlibiAddCausal/scalar")->ArgNames({"N", "H", "Lq", "Lk"})
-    ->Args({1, 32, 1, 4096})->Args({1, 32, 512, 512});
+
+void BM_Xpos(benchmark::State& state) {
+  const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
+  posenc::xpos_config cfg;
+  cfg.head_dim = d;
+  const posenc::xpos_plan plan(cfg);
+  auto x = random_values(static_cast<std::size_t>(n * l * h * d));
+  posenc::strided_view<float, 4> v(x.data(), {n, l, h, d});
+  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
+    posenc::apply_xpos(plan, v, posenc::positions::offset(0), l / 2, posenc::xpos_mode::upscale);
+    benchmark::DoNotOptimize(x.data());
+  });
+}
 
 void BM_SinusoidalAdd(benchmark::State& state) {
-  const posenc::index_t n = state.range(0), l = state.range(1), d = state.range(2);
-  auto x = random_floats(static_cast<std::size_t>(n * l * d));
+  const index_t n = state.range(0), l = state.range(1), d = state.range(2);
+  auto x = random_values(static_cast<std::size_t>(n * l * d));
   posenc::sinusoidal_config cfg;
   cfg.dim = d;
   posenc::strided_view<float, 3> v(x.data(), {n, l, d});
-  const posenc_bench::loop_timer timer;
-  for (auto _ : state) {
+  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
     posenc::add_sinusoidal(v, cfg, posenc::positions::offset(1000));
-    benchmark::ClobberMemory();
-  }
-  posenc_bench::report_bytes(state, x.size(), sizeof(float), timer.seconds());
+    benchmark::DoNotOptimize(x.data());
+  });
 }
-BENCHMARK(BM_SinusoidalAdd)->Name("BM_SinusoidalAdd/scalar")->ArgNames({"N", "L", "D"})->Args({8, 512, 768})->Args({64, 1, 768});
+
+/// The sinusoidal module: its [max_len, D] buffer added (the table path of the additive encodings).
+void BM_SinusoidalTableAdd(benchmark::State& state) {
+  const index_t n = state.range(0), l = state.range(1), d = state.range(2);
+  auto x = random_values(static_cast<std::size_t>(n * l * d));
+  const posenc::sinusoidal_embedding<float> pe({d}, l + 1000);
+  posenc::strided_view<float, 3> v(x.data(), {n, l, d});
+  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
+    pe.forward(v, posenc::positions::offset(1000));
+    benchmark::DoNotOptimize(x.data());
+  });
+}
 
 void BM_LearnedAdd(benchmark::State& state) {
-  const posenc::index_t n = state.range(0), l = state.range(1), d = state.range(2);
-  auto x = random_floats(static_cast<std::size_t>(n * l * d));
+  const index_t n = state.range(0), l = state.range(1), d = state.range(2);
+  auto x = random_values(static_cast<std::size_t>(n * l * d));
   posenc::learned_config cfg;
-  cfg.max_positions = 1024;
+  cfg.max_positions = l;
   cfg.dim = d;
   posenc::learned_position_embedding<float> emb(cfg);
   emb.init_normal(1);
   posenc::strided_view<float, 3> v(x.data(), {n, l, d});
-  const posenc_bench::loop_timer timer;
-  for (auto _ : state) {
+  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
     emb.forward(v, posenc::positions::offset(0));
-    benchmark::ClobberMemory();
-  }
-  posenc_bench::report_bytes(state, x.size(), sizeof(float), timer.seconds());
+    benchmark::DoNotOptimize(x.data());
+  });
 }
-BENCHMARK(BM_LearnedAdd)->Name("BM_LearnedAdd/scalar")->ArgNames({"N", "L", "D"})->Args({8, 512, 768})->Args({64, 1, 768});
+
+/// T5 bias expansion: writes [H, Lq, Lk] (the baseline streams the same bytes in place).
+void BM_T5Bias(benchmark::State& state) {
+  const index_t h = state.range(0), lq = state.range(1), lk = state.range(2);
+  posenc::t5_relative_bias<float> rel(h, {true, 32, 128});
+  rel.init_normal(5);
+  std::vector<float> bias(static_cast<std::size_t>(h * lq * lk));
+  posenc::strided_view<float, 3> v(bias.data(), {h, lq, lk});
+  posenc_bench::run_paired(state, bias.size() * sizeof(float), [&] {
+    rel.forward(v, 0);
+    benchmark::DoNotOptimize(bias.data());
+  });
+}
+
+void BM_ConvertRopeLayout(benchmark::State& state) {
+  const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
+  const auto in = random_values(static_cast<std::size_t>(n * l * h * d));
+  std::vector<float> out(in.size());
+  posenc::strided_view<const float, 4> vi(in.data(), {n, l, h, d});
+  posenc::strided_view<float, 4> vo(out.data(), {n, l, h, d});
+  posenc_bench::run_paired(state, in.size() * sizeof(float), [&] {
+    posenc::convert_rope_layout(vi, vo, d, 0, posenc::rope_style::half_split, posenc::rope_style::interleaved);
+    benchmark::DoNotOptimize(out.data());
+  });
+}
+
+const std::string S = posenc_bench::isa_suffix();
+BENCHMARK(BM_AlibiAdd<false>)->Name("BM_AlibiAdd" + S)->ArgNames({"N", "H", "Lq", "Lk"})
+    ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
+BENCHMARK(BM_AlibiAdd<true>)->Name("BM_AlibiAddCausal" + S)->ArgNames({"N", "H", "Lq", "Lk"})
+    ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
+BENCHMARK(BM_Xpos)->Name("BM_Xpos" + S)->ArgNames({"N", "L", "H", "D"})->Args({1, 4096, 32, 128})->UseManualTime();
+BENCHMARK(BM_SinusoidalAdd)->Name("BM_SinusoidalAdd" + S)->ArgNames({"N", "L", "D"})
+    ->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();
+BENCHMARK(BM_SinusoidalTableAdd)->Name("BM_SinusoidalTableAdd" + S)->ArgNames({"N", "L", "D"})
+    ->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();
+BENCHMARK(BM_LearnedAdd)->Name("BM_LearnedAdd" + S)->ArgNames({"N", "L", "D"})
+    ->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();
+BENCHMARK(BM_T5Bias)->Name("BM_T5Bias" + S)->ArgNames({"H", "Lq", "Lk"})->Args({32, 512, 512})->UseManualTime();
+BENCHMARK(BM_ConvertRopeLayout)->Name("BM_ConvertRopeLayout" + S)->ArgNames({"N", "L", "H", "D"})
+    ->Args({1, 4096, 32, 128})->UseManualTime();
 
 }  // namespace

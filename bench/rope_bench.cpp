@@ -1,41 +1,145 @@
-// RoPE throughput and latency: the cache-free plan path and the cos/sin cache, both styles, against the
-// same-run memory baseline. Shapes: decode (1 token, 32 heads x 128: latency-bound, read ns/call), prefill
-// (512 tokens), and a batch of 4 x 2048 tokens with 8 KV heads (32 MiB, larger than the caches).
+// RoPE throughput and latency against the paired memory baseline (baseline.hpp): the table path (rope_cache)
+// and the cache-free path (rope_plan, cos/sin formed per position by the vector sincos), both pair styles,
+// every storage type, mixed storage (float K into a half cache), the fused q+k decode step with GQA, MRoPE,
+// the context shift, one and two threads at 4096 tokens, and the naive Eigen peer.
+// Shapes (N, L, H, D): [1, 4096, 32, 128] (64 MiB in float: past every cache) and one token [1, 1, 32, 128].
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <benchmark/benchmark.h>
-#include <posenc/dispatch.hpp>
 #include <posenc/posenc.hpp>
 
 #include "baseline.hpp"
 
+namespace posenc_bench {
+std::string isa_suffix() {
+  std::string s = std::string("/") + posenc::isa_name(posenc::active_isa());
+#if defined(POSENC_STATIC_DISPATCH)
+  s += "/static";
+#endif
+  return s;
+}
+}  // namespace posenc_bench
+
 namespace {
 
-template <posenc::rope_style Style, bool UseCache>
-void BM_Rope(benchmark::State& state) {
-  const posenc::index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
+using posenc::index_t;
+
+template <class T>
+std::vector<T> random_tensor(std::size_t n) {
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<T> v(n);
+  for (T& x : v) x = T(u(gen));
+  return v;
+}
+
+posenc::rope_plan bench_plan(posenc::rope_style style, index_t d = 128) {
   posenc::rope_config cfg;
   cfg.head_dim = d;
   cfg.base = 500000.0;
-  cfg.style = Style;
-  const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+  cfg.style = style;
+  return posenc::make_rope_plan(cfg);
+}
+
+const auto kPos = posenc::positions::offset(4096);  // positions past a 4096-token prompt
+
+/// In place on [N, L, H, D] of T, from the cache or the plan.
+template <class T, posenc::rope_style Style, bool Cache>
+void BM_Rope(benchmark::State& state) {
+  const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
+  const auto plan = bench_plan(Style, d);
+  const posenc::rope_cache<std::conditional_t<std::is_same_v<T, double>, double, float>> cache(plan, l + 4096);
+  auto x = random_tensor<T>(static_cast<std::size_t>(n * l * h * d));
+  posenc::strided_view<T, 4> v(x.data(), {n, l, h, d});
+  posenc_bench::run_paired(state, x.size() * sizeof(T), [&] {
+    if constexpr (Cache) posenc::apply_rope(cache, v, kPos);
+    else posenc::apply_rope(plan, v, kPos);
+    benchmark::DoNotOptimize(x.data());
+  });
+}
+
+/// Out of place from float into T (K rotated straight into a T KV cache): reads 4 bytes, writes sizeof(T).
+template <class T>
+void BM_RopeIntoCache(benchmark::State& state) {
+  const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
+  const auto plan = bench_plan(posenc::rope_style::half_split, d);
   const posenc::rope_cache<float> cache(plan, l + 4096);
-  std::vector<float> x(static_cast<std::size_t>(n * l * h * d));
-  std::mt19937 gen(1);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (float& v : x) v = u(gen);
-  posenc::strided_view<float, 4> view(x.data(), {n, l, h, d});
-  const auto pos = posenc::positions::offset(4096);  // decode-like positions past a prompt
-  const posenc_bench::loop_timer timer;
-  for (auto _ : state) {
-    if constexpr (UseCache) posenc::apply_rope(cache, view, pos);
-    else posenc::apply_rope(plan, view, pos);
-    benchmark::ClobberMemory();
-  }
-  posenc_bench::report_bytes(state, x.size(), sizeof(float), timer.seconds());
+  const auto in = random_tensor<float>(static_cast<std::size_t>(n * l * h * d));
+  std::vector<T> out(in.size());
+  posenc::strided_view<const float, 4> vi(in.data(), {n, l, h, d});
+  posenc::strided_view<T, 4> vo(out.data(), {n, l, h, d});
+  posenc_bench::run_paired(state, in.size() * (sizeof(float) + sizeof(T)) / 2, [&] {
+    posenc::apply_rope(cache, vi, vo, kPos);
+    benchmark::DoNotOptimize(out.data());
+  });
+}
+
+/// One decode step of a fused QKV buffer [1, 1, (32 + 2*8) * 128]: q (32 heads) and k (8) rotated together.
+template <bool Cache>
+void BM_RopeDecodeFusedQk(benchmark::State& state) {
+  const index_t hq = 32, hk = 8, d = 128, row = (hq + 2 * hk) * d;
+  const auto plan = bench_plan(posenc::rope_style::half_split);
+  const posenc::rope_cache<float> cache(plan, 8192);
+  auto qkv = random_tensor<float>(static_cast<std::size_t>(row));
+  posenc::strided_view<float, 4> q(qkv.data(), {1, 1, hq, d}, {row, row, d, 1});
+  posenc::strided_view<float, 4> k(qkv.data() + hq * d, {1, 1, hk, d}, {row, row, d, 1});
+  posenc_bench::run_paired(state, static_cast<std::size_t>((hq + hk) * d) * sizeof(float), [&] {
+    if constexpr (Cache) posenc::apply_rope_qk(cache, q, k, kPos);
+    else posenc::apply_rope_qk(plan, q, k, kPos);
+    benchmark::DoNotOptimize(qkv.data());
+  });
+}
+
+/// MRoPE (Qwen2-VL sections) and the context shift, cache-free, on [1, 4096, 32, 128] float.
+void BM_Mrope(benchmark::State& state) {
+  const index_t l = state.range(1), h = state.range(2), d = state.range(3);
+  const posenc::mrope_plan mp(bench_plan(posenc::rope_style::half_split, d), {16, 24, 24}, posenc::mrope_layout::chunked);
+  std::vector<std::int64_t> thw(static_cast<std::size_t>(3 * l));
+  for (std::size_t i = 0; i < thw.size(); ++i) thw[i] = static_cast<std::int64_t>(i % static_cast<std::size_t>(l));
+  auto x = random_tensor<float>(static_cast<std::size_t>(l * h * d));
+  posenc::strided_view<float, 4> v(x.data(), {1, l, h, d});
+  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
+    posenc::apply_mrope(mp, v, posenc::mrope_positions::shared(thw.data(), l));
+    benchmark::DoNotOptimize(x.data());
+  });
+}
+
+void BM_ShiftRope(benchmark::State& state) {
+  const index_t l = state.range(1), h = state.range(2), d = state.range(3);
+  const auto plan = bench_plan(posenc::rope_style::half_split, d);
+  auto x = random_tensor<float>(static_cast<std::size_t>(l * h * d));
+  posenc::strided_view<float, 4> v(x.data(), {1, l, h, d});
+  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
+    posenc::shift_rope(plan, v, -256);
+    benchmark::DoNotOptimize(x.data());
+  });
+}
+
+/// The table path on `threads` threads, each its share of the tokens (sub-views and position slices), as an
+/// engine's pool would split it. Threads are started per call (about 20 us, under 1% of a 4096-token call).
+void BM_RopeThreads(benchmark::State& state) {
+  const index_t l = state.range(1), h = state.range(2), d = state.range(3);
+  const int threads = static_cast<int>(state.range(4));
+  const auto plan = bench_plan(posenc::rope_style::half_split, d);
+  const posenc::rope_cache<float> cache(plan, l + 4096);
+  auto x = random_tensor<float>(static_cast<std::size_t>(l * h * d));
+  posenc::strided_view<float, 4> v(x.data(), {1, l, h, d});
+  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const index_t l0 = l * t / threads, l1 = l * (t + 1) / threads;
+        posenc::apply_rope(cache, v.slice(1, l0, l1 - l0), kPos.slice(0, 1, l0, l1 - l0));
+      });
+    posenc::apply_rope(cache, v.slice(1, 0, l / threads), kPos.slice(0, 1, 0, l / threads));
+    for (auto& t : pool) t.join();
+    benchmark::DoNotOptimize(x.data());
+  });
 }
 
 // Peer: the Hugging Face formula as a naive Eigen Tensor expression, x*cos + rotate_half(x)*sin, over a
@@ -55,26 +159,44 @@ void BM_RopeNaiveEigen(benchmark::State& state) {
   const Eigen::DSizes<Eigen::Index, 4> half(n, l, h, d / 2);
   const Eigen::DSizes<Eigen::Index, 4> lo(0, 0, 0, 0), hi(0, 0, 0, d / 2);
   const Eigen::array<Eigen::Index, 4> table_shape{1, l, 1, d}, bcast{n, 1, h, 1};
-  const posenc_bench::loop_timer timer;
-  for (auto _ : state) {
+  posenc_bench::run_paired(state, static_cast<std::size_t>(x.size()) * sizeof(float), [&] {
     out = x * cos.reshape(table_shape).broadcast(bcast) +
           (-x.slice(hi, half)).concatenate(x.slice(lo, half), 3) * sin.reshape(table_shape).broadcast(bcast);
     benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  posenc_bench::report_bytes(state, static_cast<std::size_t>(x.size()), sizeof(float), timer.seconds());
+  });
 }
 
-void shapes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"N", "L", "H", "D"})->Args({1, 1, 32, 128})->Args({1, 512, 32, 128})->Args({4, 2048, 8, 128});
+void prefill(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "L", "H", "D"})->Args({1, 4096, 32, 128})->UseManualTime();
 }
+void both(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "L", "H", "D"})->Args({1, 4096, 32, 128})->Args({1, 1, 32, 128})->UseManualTime();
+}
+
+using posenc::rope_style;
+const std::string S = posenc_bench::isa_suffix();
+// fp32, both styles, table and cache-free, 4096 tokens and one token.
+BENCHMARK(BM_Rope<float, rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache" + S)->Apply(both);
+BENCHMARK(BM_Rope<float, rope_style::half_split, false>)->Name("BM_RopeHalfSplitPlan" + S)->Apply(both);
+BENCHMARK(BM_Rope<float, rope_style::interleaved, true>)->Name("BM_RopeInterleavedCache" + S)->Apply(both);
+BENCHMARK(BM_Rope<float, rope_style::interleaved, false>)->Name("BM_RopeInterleavedPlan" + S)->Apply(both);
+// Other storage types (table path; double uses a double table).
+BENCHMARK(BM_Rope<Eigen::half, rope_style::half_split, true>)->Name("BM_RopeHalfSplitCacheHalf" + S)->Apply(prefill);
+BENCHMARK(BM_Rope<Eigen::bfloat16, rope_style::half_split, true>)->Name("BM_RopeHalfSplitCacheBf16" + S)->Apply(prefill);
+BENCHMARK(BM_Rope<double, rope_style::half_split, true>)->Name("BM_RopeHalfSplitCacheDouble" + S)->Apply(prefill);
+BENCHMARK(BM_Rope<Eigen::half, rope_style::interleaved, true>)->Name("BM_RopeInterleavedCacheHalf" + S)->Apply(prefill);
+// K rotated into a half / bfloat16 KV cache (8 KV heads).
+BENCHMARK(BM_RopeIntoCache<Eigen::half>)->Name("BM_RopeFloatIntoHalfCache" + S)->ArgNames({"N", "L", "H", "D"})
+    ->Args({1, 4096, 8, 128})->UseManualTime();
+BENCHMARK(BM_RopeIntoCache<Eigen::bfloat16>)->Name("BM_RopeFloatIntoBf16Cache" + S)->ArgNames({"N", "L", "H", "D"})
+    ->Args({1, 4096, 8, 128})->UseManualTime();
+// Decode: one token, 32 q + 8 kv heads of a fused QKV buffer.
+BENCHMARK(BM_RopeDecodeFusedQk<true>)->Name("BM_RopeDecodeFusedQkCache" + S)->UseManualTime();
+BENCHMARK(BM_RopeDecodeFusedQk<false>)->Name("BM_RopeDecodeFusedQkPlan" + S)->UseManualTime();
+BENCHMARK(BM_Mrope)->Name("BM_MropeChunked" + S)->Apply(prefill);
+BENCHMARK(BM_ShiftRope)->Name("BM_ShiftRope" + S)->Apply(prefill);
+BENCHMARK(BM_RopeThreads)->Name("BM_RopeHalfSplitCacheThreads" + S)->ArgNames({"N", "L", "H", "D", "threads"})
+    ->Args({1, 4096, 32, 128, 1})->Args({1, 4096, 32, 128, 2})->UseManualTime();
+BENCHMARK(BM_RopeNaiveEigen)->Name("BM_RopeNaiveEigenPeer")->Apply(prefill);
 
 }  // namespace
-
-// Named by the instruction set the kernels were compiled for (the static dispatch of this build's flags).
-const std::string isa_suffix = std::string("/") + posenc::isa_name(posenc::compiled_isa());
-BENCHMARK(BM_Rope<posenc::rope_style::half_split, false>)->Name("BM_RopeHalfSplitPlan" + isa_suffix)->Apply(shapes);
-BENCHMARK(BM_Rope<posenc::rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache" + isa_suffix)->Apply(shapes);
-BENCHMARK(BM_Rope<posenc::rope_style::interleaved, false>)->Name("BM_RopeInterleavedPlan" + isa_suffix)->Apply(shapes);
-BENCHMARK(BM_Rope<posenc::rope_style::interleaved, true>)->Name("BM_RopeInterleavedCache" + isa_suffix)->Apply(shapes);
-BENCHMARK(BM_RopeNaiveEigen)->Name("BM_RopeNaiveEigenPeer")->Apply(shapes);

@@ -38,7 +38,9 @@ std::vector<double> bf16_values(std::size_t n, std::uint64_t seed) {
 
 // ----------------------------------------------------------------------------------------------- lookup
 
-TEST(LearnedEmbedding, LookupGpt2PastAndOptOffset) {
+class LearnedLookup : public IsaOnlyTest {};
+
+TEST_P(LearnedLookup, Gpt2PastAndOptOffset) {
   for (index_t offset : {index_t{0}, index_t{2}}) {  // GPT-2, OPT
     posenc::learned_config cfg;
     cfg.max_positions = 12;
@@ -83,6 +85,7 @@ TEST(LearnedEmbedding, LookupGpt2PastAndOptOffset) {
     EXPECT_FALSE(cache.filled());
   }
 }
+INSTANTIATE_TEST_SUITE_P(Isa, LearnedLookup, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 // ------------------------------------------------------------------------------------- golden layer norm
 

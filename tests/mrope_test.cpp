@@ -42,7 +42,7 @@ posenc::mrope_positions mrope_positions_of(const golden_case& c) {
   return posenc::mrope_positions::per_token(p.ivalues.data(), p.shape[0], p.shape[2]);
 }
 
-class MropeGolden : public ::testing::TestWithParam<std::string> {};
+class MropeGolden : public IsaTest<std::string> {};
 
 template <class T>
 void check_dtype(const golden_case& c) {
@@ -63,7 +63,7 @@ void check_dtype(const golden_case& c) {
 
 TEST_P(MropeGolden, AllDtypes) {
   const auto cases = load_golden("mrope.txt");
-  const golden_case& c = find_case(cases, GetParam());
+  const golden_case& c = find_case(cases, param());
   const posenc::mrope_plan mp = mrope_plan_of(c);
   const auto& axis = c.array("axis").ivalues;
   ASSERT_EQ(mp.axis().size(), axis.size());
@@ -78,7 +78,7 @@ TEST_P(MropeGolden, AllDtypes) {
 
 TEST_P(MropeGolden, BackwardInvertsForward) {
   const auto cases = load_golden("mrope.txt");
-  const golden_case& c = find_case(cases, GetParam());
+  const golden_case& c = find_case(cases, param());
   const posenc::mrope_plan mp = mrope_plan_of(c);
   const auto& xs = c.array("x");
   const std::array<index_t, 4> shape{xs.shape[0], xs.shape[1], xs.shape[2], xs.shape[3]};
@@ -90,9 +90,10 @@ TEST_P(MropeGolden, BackwardInvertsForward) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, MropeGolden,
-                         ::testing::Values("qwen2vl_chunked", "qwen3vl_interleaved", "qwen3vl_uneven", "per_token_chunked",
+                         ::testing::Combine(::testing::Values<std::string>("qwen2vl_chunked", "qwen3vl_interleaved", "qwen3vl_uneven", "per_token_chunked",
                                            "vision_2d"),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return camel(p.param); });
+                                            ::testing::ValuesIn(all_isas())),
+                         IsaParamName{});
 
 TEST(Mrope, TextTokensEqualPlainRope) {
   // A text token has t = h = w: MRoPE then equals RoPE at that position, whatever the sections.

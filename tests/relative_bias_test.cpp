@@ -126,7 +126,9 @@ void check_forward(const posenc::t5_relative_bias<float>& rel, index_t lq, index
       }
 }
 
-TEST(T5RelativeBias, ForwardEveryDtype) {
+class T5Forward : public IsaOnlyTest {};
+
+TEST_P(T5Forward, EveryDtype) {
   for (bool bidir : {true, false}) {
     posenc::t5_relative_bias<> rel(4, {bidir, 32, 128});
     rel.init_normal(11, 0.5);
@@ -150,6 +152,7 @@ TEST(T5RelativeBias, ForwardEveryDtype) {
       for (index_t j = 0; j < lk; ++j)
         ASSERT_EQ(bias(a, i, j), rel.table()(want[static_cast<std::size_t>(i * lk + j)], a));
 }
+INSTANTIATE_TEST_SUITE_P(Isa, T5Forward, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 TEST(T5RelativeBias, BackwardAccumulatesCountsTimesGradient) {
   const index_t h = 3, lq = 7, lk = 150, off = 20;

@@ -3,6 +3,7 @@
 // convention; the module (buffer, eval, inverted dropout); every rejected input leaves the output unchanged.
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -49,7 +50,7 @@ std::vector<std::string> table_cases() {
   return out;
 }
 
-class SinusoidalTableGolden : public ::testing::TestWithParam<std::string> {};
+class SinusoidalTableGolden : public IsaTest<std::string> {};
 
 template <class T>
 double check_table(const golden_case& c) {
@@ -62,7 +63,7 @@ double check_table(const golden_case& c) {
 }
 
 TEST_P(SinusoidalTableGolden, AllDtypes) {
-  const golden_case& c = find_case(golden(), GetParam());
+  const golden_case& c = find_case(golden(), param());
   RecordProperty("max_err_float", sci(check_table<float>(c)));
   RecordProperty("max_err_double", sci(check_table<double>(c)));
   RecordProperty("max_err_half", sci(check_table<Eigen::half>(c)));
@@ -70,7 +71,7 @@ TEST_P(SinusoidalTableGolden, AllDtypes) {
 }
 
 TEST_P(SinusoidalTableGolden, EigenTensorAndStridedView) {
-  const golden_case& c = find_case(golden(), GetParam());
+  const golden_case& c = find_case(golden(), param());
   const auto cfg = config_of(c);
   const index_t len = c.integer("length");
   const index_t offset = c.integer("offset");
@@ -87,8 +88,9 @@ TEST_P(SinusoidalTableGolden, EigenTensorAndStridedView) {
   expect_close(back, c.array("table"), c.name + " strided", angle_bound(offset + len, cfg.base));
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, SinusoidalTableGolden, ::testing::ValuesIn(table_cases()),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return camel(p.param); });
+INSTANTIATE_TEST_SUITE_P(Golden, SinusoidalTableGolden,
+                         ::testing::Combine(::testing::ValuesIn(table_cases()), ::testing::ValuesIn(all_isas())),
+                         IsaParamName{});
 
 template <class T>
 double check_add_case(const golden_case& c, bool in_place) {
@@ -116,7 +118,9 @@ double check_add_case(const golden_case& c, bool in_place) {
                       angle_bound(max_pos, cfg.base));
 }
 
-TEST(SinusoidalAddGolden, AllCasesAllDtypes) {
+class SinusoidalAddGolden : public IsaOnlyTest {};
+
+TEST_P(SinusoidalAddGolden, AllCasesAllDtypes) {
   int n = 0;
   for (const auto& c : golden()) {
     if (!c.has("y")) continue;
@@ -132,6 +136,7 @@ TEST(SinusoidalAddGolden, AllCasesAllDtypes) {
   }
   EXPECT_EQ(n, 3);
 }
+INSTANTIATE_TEST_SUITE_P(Isa, SinusoidalAddGolden, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 // The addition equals x + the table rows of each token's position, for every position form and layout.
 // Double: bit for bit (the same sin/cos, one addition); float: the double sum rounded once.
@@ -201,9 +206,10 @@ TEST(SinusoidalTable, DimTwoLayoutsAgree) {
   posenc::sinusoidal_table(posenc::strided_view<double, 2>(a.data(), {10, 2}), {2, 10000.0, posenc::sinusoidal_layout::interleaved});
   posenc::sinusoidal_table(posenc::strided_view<double, 2>(b.data(), {10, 2}), {2, 10000.0, posenc::sinusoidal_layout::concat});
   EXPECT_EQ(a, b);
+  // The kernels' vector sin/cos: within 2 ulp of the (long double) value.
   for (int p = 0; p < 10; ++p) {
-    EXPECT_EQ(a[static_cast<std::size_t>(2 * p)], std::sin(static_cast<double>(p)));
-    EXPECT_EQ(a[static_cast<std::size_t>(2 * p + 1)], std::cos(static_cast<double>(p)));
+    EXPECT_NEAR(a[static_cast<std::size_t>(2 * p)], static_cast<double>(std::sin(static_cast<long double>(p))), 2 * DBL_EPSILON);
+    EXPECT_NEAR(a[static_cast<std::size_t>(2 * p + 1)], static_cast<double>(std::cos(static_cast<long double>(p))), 2 * DBL_EPSILON);
   }
   const auto w = posenc::sinusoidal_frequencies({8, 10000.0, posenc::sinusoidal_layout::concat});
   ASSERT_EQ(w.size(), 4u);

@@ -3,10 +3,11 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <random>
-#include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -47,6 +48,57 @@ inline std::string camel(const std::string& s) {
   }
   return out;
 }
+
+/// The instruction sets posenc has kernels for on this architecture: every golden suite runs once per entry
+/// (the test binary is built with default flags; dispatch picks the kernels at run time).
+inline std::vector<posenc::isa> all_isas() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return {posenc::isa::scalar, posenc::isa::avx2, posenc::isa::avx512};
+#elif defined(__aarch64__) || defined(_M_ARM64)
+  return {posenc::isa::scalar, posenc::isa::neon};
+#else
+  return {posenc::isa::scalar};
+#endif
+}
+
+/// Makes `i` the active ISA for a test, or skips the test naming the ISA the CPU lacks (the one documented
+/// reason a kernel test may skip).
+inline void activate_isa(posenc::isa i) {
+  if (!posenc::cpu_supports(i)) GTEST_SKIP() << "the CPU lacks " << posenc::isa_name(i);
+  ASSERT_EQ(posenc::set_isa(i), i) << "posenc::set_isa did not activate " << posenc::isa_name(i);
+}
+
+/// A value-parameterized test over (P, ISA): SetUp activates the ISA (or skips by name), TearDown restores the
+/// default. Instantiate with ::testing::Combine(values, ::testing::ValuesIn(all_isas())) and IsaParamName.
+template <class P>
+class IsaTest : public ::testing::TestWithParam<std::tuple<P, posenc::isa>> {
+ protected:
+  void SetUp() override { activate_isa(isa()); }
+  void TearDown() override { posenc::reset_isa(); }
+  const P& param() const { return std::get<0>(this->GetParam()); }
+  posenc::isa isa() const { return std::get<1>(this->GetParam()); }
+};
+
+/// A test over the ISAs alone.
+class IsaOnlyTest : public ::testing::TestWithParam<posenc::isa> {
+ protected:
+  void SetUp() override { activate_isa(GetParam()); }
+  void TearDown() override { posenc::reset_isa(); }
+};
+
+inline std::string isa_only_name(const ::testing::TestParamInfo<posenc::isa>& info) {
+  return posenc::isa_name(info.param);
+}
+
+inline std::string param_label(const std::string& s) { return camel(s); }
+
+/// "<CamelCaseParam>_<isa>", e.g. RopeBasicHalfSplitFull_avx2.
+struct IsaParamName {
+  template <class P>
+  std::string operator()(const ::testing::TestParamInfo<std::tuple<P, posenc::isa>>& info) const {
+    return param_label(std::get<0>(info.param)) + "_" + posenc::isa_name(std::get<1>(info.param));
+  }
+};
 
 /// Storage types under test, with names for test output.
 template <class T>

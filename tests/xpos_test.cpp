@@ -51,7 +51,7 @@ std::array<index_t, 2> pair_features(rope_style style, index_t d, index_t i) {
 
 // ------------------------------------------------------------------------------------------ golden
 
-class XposGolden : public ::testing::TestWithParam<std::string> {};
+class XposGolden : public IsaTest<std::string> {};
 
 std::vector<std::string> xpos_case_names() {
   std::vector<std::string> out;
@@ -116,7 +116,7 @@ void run_golden(const golden_case& c, const posenc::xpos_plan& plan, index_t cen
 
 TEST_P(XposGolden, AllDtypes) {
   const auto cases = load_golden("xpos.txt");
-  const golden_case& c = find_case(cases, GetParam());
+  const golden_case& c = find_case(cases, param());
   const posenc::xpos_plan plan(config_of(c));
   const index_t p0 = c.integer("offset");
   const index_t n_len = c.array("x").shape[1];
@@ -142,8 +142,9 @@ TEST_P(XposGolden, AllDtypes) {
   if (static_cast<double>(distance) <= half_limit) run_golden<Eigen::half>(c, plan, center);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, XposGolden, ::testing::ValuesIn(xpos_case_names()),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return camel(p.param); });
+INSTANTIATE_TEST_SUITE_P(Golden, XposGolden,
+                         ::testing::Combine(::testing::ValuesIn(xpos_case_names()), ::testing::ValuesIn(all_isas())),
+                         IsaParamName{});
 
 // torchscale: min_pos = -(L + P0) // 2 (floor division), the centre is -min_pos.
 TEST(XposDefaultCenter, IsTorchscaleMinPos) {

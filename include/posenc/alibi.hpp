@@ -18,7 +18,8 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/alibi_kernel.hpp"
+#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/alibi_slopes.hpp"
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
@@ -212,7 +213,7 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
 /// Eigen::Tensor<float, 3, Eigen::RowMajor> bias(6, 1, 18);            // one decode step after 17 tokens
 /// posenc::alibi_bias({6}, bias, 17);
 /// ```
-template <class X>
+template <class X, class Dispatch = detail::default_dispatch>
 void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alibi_mask mask = alibi_mask::none) {
   constexpr const char* fn = "alibi_bias";
   const auto v = as_view(std::forward<X>(out));
@@ -223,15 +224,19 @@ void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alib
   const auto v4 = detail::as_scores_view(v);
   const positions pos = positions::offset(query_offset);
   if (!detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos)) return;
-  detail::alibi_apply<false>(v4, detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, pos,
-                             cfg.form == alibi_form::symmetric, mask == alibi_mask::causal);
+  const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
+  const bool symmetric = cfg.form == alibi_form::symmetric;
+  const bool causal = mask == alibi_mask::causal;
+  Dispatch::call([&](auto k) { alibi_rows(k, std::false_type{}, v4, slopes, pos, symmetric, causal); });
 }
 
 /// Adds the ALiBi bias to attention scores in place, before the softmax:
 ///   scores[n, h, i, j] += slope_h * (j - q(n, i))        (symmetric form: -slope_h * |j - q(n, i)|)
 /// where q(n, i) = query_pos.at(n, i) is the position of query i of batch row n and key j sits at position
 /// j. With mask causal, scores with j > q(n, i) are set to -infinity instead. Each element is widened to
-/// double, the bias added in double and the sum rounded to T once.
+/// double, updated as fma(slope_h, j - q, score) with one rounding (the AVX2, AVX-512 and NEON kernels; the
+/// portable kernel of a CPU without FMA rounds the product first, at most 1 ulp of double apart), and rounded
+/// to T once.
 /// Query positions: positions::offset(P) (a KV cache of P entries before the Lq new queries, the same for
 /// every row), positions::per_sequence (continuous batching: row n has its own cache length) or
 /// positions::per_token (an explicit position per query, e.g. speculative decoding trees). Only j - q matters,
@@ -248,7 +253,7 @@ void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alib
 /// // decode: Lq = 1 new query per sequence after `past` cached tokens, scores [N, H, 1, past + 1]
 /// posenc::add_alibi_bias(cfg, scores, posenc::positions::offset(past), posenc::alibi_mask::causal);
 /// ```
-template <class X>
+template <class X, class Dispatch = detail::default_dispatch>
 void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_pos = positions::offset(0),
                     alibi_mask mask = alibi_mask::none) {
   constexpr const char* fn = "add_alibi_bias";
@@ -258,8 +263,10 @@ void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_
   detail::check_view(fn, "scores", sv, true);
   const auto v = detail::as_scores_view(sv);
   if (!detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos)) return;
-  detail::alibi_apply<true>(v, detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, query_pos,
-                            cfg.form == alibi_form::symmetric, mask == alibi_mask::causal);
+  const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
+  const bool symmetric = cfg.form == alibi_form::symmetric;
+  const bool causal = mask == alibi_mask::causal;
+  Dispatch::call([&](auto k) { alibi_rows(k, std::true_type{}, v, slopes, query_pos, symmetric, causal); });
 }
 
 /// add_alibi_bias with explicit slopes instead of a configuration: `slopes` is [N, H_local] (per batch row,
@@ -275,7 +282,8 @@ void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_
 /// posenc::add_alibi_bias(posenc::strided_view<const float, 2>(&s[0][0], {2, 4}), scores /* [2, 4, Lq, Lk] */,
 ///                        posenc::positions::per_sequence(past, 2), posenc::alibi_mask::causal);
 /// ```
-template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>>
+template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>,
+          class Dispatch = detail::default_dispatch>
 void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
                     alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) {
   constexpr const char* fn = "add_alibi_bias";
@@ -311,8 +319,10 @@ void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positio
   if (detail::alibi_spans_overlap(s2, v)) detail::throw_invalid_argument(fn, "slopes overlap the scores");
   if (!detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos)) return;
   if constexpr (SV::rank == 1) s2 = strided_view<const E, 2>(sv.data(), A{v.extent(0), sv.extent(0)}, A{0, sv.stride(0)});
-  detail::alibi_apply<true>(v, detail::alibi_view_slopes<E>{s2}, query_pos, form == alibi_form::symmetric,
-                            mask == alibi_mask::causal);
+  const detail::alibi_view_slopes<E> view_slopes{s2};
+  const bool symmetric = form == alibi_form::symmetric;
+  const bool causal = mask == alibi_mask::causal;
+  Dispatch::call([&](auto k) { alibi_rows(k, std::true_type{}, v, view_slopes, query_pos, symmetric, causal); });
 }
 
 POSENC_END_NAMESPACE

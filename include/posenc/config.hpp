@@ -1,8 +1,14 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 //
-// Compiler, exception and instruction-set detection. This is the only header that looks at the includer's
-// target flags; everything else asks the macros defined here.
+// Compiler and exception detection, and the namespace everything lives in. The includer's instruction-set
+// flags are looked at in one place only: detail/simd/targets.hpp.
 #pragma once
+
+// Static dispatch (detail/simd/targets.hpp) compiles different code from the same names: it gets its own ABI
+// namespace, so a program mixing the two modes fails to link instead of merging them.
+#if defined(POSENC_STATIC_DISPATCH) && !defined(POSENC_ABI_NAMESPACE)
+#define POSENC_ABI_NAMESPACE v0_static
+#endif
 
 #include "posenc/version.hpp"
 
@@ -46,29 +52,4 @@
 #else
 #include <cassert>
 #define POSENC_ASSERT(cond) assert(cond)
-#endif
-
-// Instruction sets compiled in, from the includer's flags. A translation unit built with -mavx2 -mfma gets
-// the AVX2 kernels; one built without gets the scalar ones. The ISA is part of every kernel's type, so two
-// translation units with different flags never share a mangled name.
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
-#define POSENC_HAS_AVX512 1
-#else
-#define POSENC_HAS_AVX512 0
-#endif
-#if defined(__AVX2__) && defined(__FMA__)
-#define POSENC_HAS_AVX2 1
-#else
-#define POSENC_HAS_AVX2 0
-#endif
-#if defined(__ARM_NEON) || defined(__ARM_NEON__)
-#define POSENC_HAS_NEON 1
-#else
-#define POSENC_HAS_NEON 0
-#endif
-// Run-time CPU feature queries (posenc/dispatch.hpp): GCC and Clang on x86 have __builtin_cpu_supports.
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define POSENC_HAS_CPU_SUPPORTS 1
-#else
-#define POSENC_HAS_CPU_SUPPORTS 0
 #endif

@@ -16,7 +16,9 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/table_kernel.hpp"
+#include "posenc/detail/additive.hpp"
+#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/random.hpp"
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
@@ -181,34 +183,34 @@ class learned_position_embedding {
   /// Evaluation forward in place: x = LN(x + scale * E[p + offset]) (no dropout, nothing cached).
   /// `x`: (N, L, D) or (L, D), strided_view or Eigen tensor, T float, double, Eigen::half, Eigen::bfloat16.
   /// Throws argument_error, writing nothing, if D != dim, or a position is negative or >= max_positions.
-  template <class X>
+  template <class X, class Dispatch = detail::default_dispatch>
   void forward(X&& x, const positions& pos) const {
     const auto t = detail::make_add_target(x, x);
-    run_forward("learned_position_embedding::forward", t, "x", "x", pos, false, nullptr, nullptr);
+    run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, false, nullptr, nullptr);
   }
 
   /// Evaluation forward out of place (`out` must not overlap `in`).
-  template <class X, class Y>
+  template <class X, class Y, class Dispatch = detail::default_dispatch>
   void forward(X&& in, Y&& out, const positions& pos) const {
     const auto t = detail::make_add_target(in, out);
-    run_forward("learned_position_embedding::forward", t, "in", "out", pos, false, nullptr, nullptr);
+    run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, false, nullptr, nullptr);
   }
 
   /// Training (train = true) or evaluation forward in place, filling `cache` for backward. In training mode
   /// with dropout p > 0, one draw of `rng` per element in (n, l, d) order decides the mask (dropped iff
   /// (draw >> 11) * 2^-53 < p), so the same seed gives the same mask everywhere; the mask is kept in `cache`
   /// and used by backward. Throws argument_error, changing nothing (x, cache, rng), as forward above.
-  template <class X>
+  template <class X, class Dispatch = detail::default_dispatch>
   void forward(X&& x, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
     const auto t = detail::make_add_target(x, x);
-    run_forward("learned_position_embedding::forward", t, "x", "x", pos, train, &rng, &cache);
+    run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, train, &rng, &cache);
   }
 
   /// Training or evaluation forward out of place, filling `cache`.
-  template <class X, class Y>
+  template <class X, class Y, class Dispatch = detail::default_dispatch>
   void forward(X&& in, Y&& out, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
     const auto t = detail::make_add_target(in, out);
-    run_forward("learned_position_embedding::forward", t, "in", "out", pos, train, &rng, &cache);
+    run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, train, &rng, &cache);
   }
 
   /// Backward pass of the forward that filled `cache`: grad_in = dL/dx from grad_out = dL/dy (same (N, L, D)
@@ -280,7 +282,7 @@ class learned_position_embedding {
   }
 
  private:
-  template <class T>
+  template <class Dispatch, class T>
   void run_forward(const char* fn, const detail::add_target<T>& t, const char* in_name, const char* out_name,
                    const positions& pos, bool train, std::mt19937_64* rng, learned_cache* cache) const {
     detail::check_add_target(fn, in_name, out_name, cfg_.dim, t);
@@ -297,8 +299,14 @@ class learned_position_embedding {
     if (nb == 0 || nl == 0) return;
     using A = detail::simd::acc_t<T>;
     if (!cfg_.layer_norm && cache == nullptr) {
-      detail::table_rows<detail::simd::scalar, A>(table_.data(), dim, cfg_.position_offset, static_cast<A>(cfg_.scale),
-                                                  pos, t, drop);
+      if (drop.active()) {
+        detail::table_rows_dropout<A>(table_.data(), dim, cfg_.position_offset, static_cast<A>(cfg_.scale), pos, t, drop);
+        return;
+      }
+      const C* table = table_.data();
+      const index_t row_offset = cfg_.position_offset;
+      const double scale = cfg_.scale;
+      Dispatch::call([&](auto k) { table_rows(k, table, dim, row_offset, scale, pos, t); });
       return;
     }
     const double ks = drop.keep_scale;

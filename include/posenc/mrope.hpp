@@ -12,7 +12,8 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/rope_kernel.hpp"
+#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
@@ -33,26 +34,50 @@ enum class mrope_layout {
 class mrope_positions {
  public:
   static mrope_positions per_token(const std::int64_t* ids, index_t batch, index_t length) {
-    return mrope_positions(ids, batch, length, 3 * length);
+    return mrope_positions(ids, batch, length, 3 * length, length);
   }
-  static mrope_positions shared(const std::int64_t* ids, index_t length) { return mrope_positions(ids, -1, length, 0); }
+  static mrope_positions shared(const std::int64_t* ids, index_t length) {
+    return mrope_positions(ids, -1, length, 0, length);
+  }
 
+  /// Token (n, l) of sequence n: ids at n * batch_stride + axis * axis_stride + l.
   std::array<index_t, 3> at(index_t n, index_t l) const {
-    const std::int64_t* b = ids_ + n * batch_stride_;
-    return {b[l], b[length_ + l], b[2 * length_ + l]};
+    const std::int64_t* b = ids_ + n * batch_stride_ + l;
+    return {b[0], b[axis_stride_], b[2 * axis_stride_]};
   }
   const std::int64_t* data() const { return ids_; }
   index_t batch() const { return batch_; }  ///< -1 when shared
   index_t length() const { return length_; }
   index_t batch_stride() const { return batch_stride_; }
+  index_t axis_stride() const { return axis_stride_; }
+
+  /// Sequences [n_begin, n_begin + n_count) and tokens [l_begin, l_begin + l_count), no copy (a thread's share
+  /// of a call; see positions::slice). A shared array takes any sequence range. Throws argument_error if a
+  /// begin or count is negative or a range leaves the batch or the length.
+  mrope_positions slice(index_t n_begin, index_t n_count, index_t l_begin, index_t l_count) const {
+    constexpr const char* fn = "mrope_positions::slice";
+    if (n_begin < 0 || n_count < 0 || l_begin < 0 || l_count < 0)
+      detail::throw_invalid_argument(fn, "(n_begin, n_count, l_begin, l_count)=(", n_begin, ", ", n_count, ", ", l_begin,
+                                     ", ", l_count, ") must be >= 0");
+    if (batch_ >= 0 && n_begin > batch_ - n_count)
+      detail::throw_invalid_argument(fn, "sequences [", n_begin, ", ", n_begin, " + ", n_count, ") leave the batch of ", batch_);
+    if (l_begin > length_ - l_count)
+      detail::throw_invalid_argument(fn, "tokens [", l_begin, ", ", l_begin, " + ", l_count, ") leave the length ", length_);
+    mrope_positions p = *this;
+    if (ids_ != nullptr) p.ids_ = ids_ + (batch_ >= 0 ? n_begin * batch_stride_ : 0) + l_begin;
+    p.batch_ = batch_ >= 0 ? n_count : -1;
+    p.length_ = l_count;
+    return p;
+  }
 
  private:
-  mrope_positions(const std::int64_t* ids, index_t batch, index_t length, index_t stride)
-      : ids_(ids), batch_(batch), length_(length), batch_stride_(stride) {}
+  mrope_positions(const std::int64_t* ids, index_t batch, index_t length, index_t batch_stride, index_t axis_stride)
+      : ids_(ids), batch_(batch), length_(length), batch_stride_(batch_stride), axis_stride_(axis_stride) {}
   const std::int64_t* ids_;
   index_t batch_;
   index_t length_;
   index_t batch_stride_;
+  index_t axis_stride_;
 };
 
 /// A frequency plan plus the axis of every pair.
@@ -116,16 +141,6 @@ inline rope_plan make_sectioned_rope_plan(index_t head_dim, double base, std::ar
 
 namespace detail {
 
-/// Pair i at the position of its axis.
-struct mrope_pair {
-  const double* inv_freq;
-  const std::uint8_t* axis;
-  double magnitude;
-  polar operator()(const std::array<index_t, 3>& p, index_t i) const {
-    return {math::angle(p[axis[i]], inv_freq[i]), magnitude};
-  }
-};
-
 inline void validate_mrope_positions(const char* fn, const mrope_positions& p, index_t n, index_t l) {
   if (n == 0 || l == 0) return;
   if (p.data() == nullptr) throw_invalid_argument(fn, "mrope positions are null");
@@ -133,22 +148,22 @@ inline void validate_mrope_positions(const char* fn, const mrope_positions& p, i
   if (p.batch() >= 0 && p.batch() != n) throw_invalid_argument(fn, "mrope positions batch=", p.batch(), " does not match N=", n);
   const index_t rows = p.batch() >= 0 ? n : 1;
   for (index_t b = 0; b < rows; ++b)
-    for (index_t i = 0; i < 3 * l; ++i) {
-      const index_t v = p.data()[b * p.batch_stride() + i];
-      if (v < 0) throw_invalid_argument(fn, "mrope position[", b, ", ", i / l, ", ", i % l, "]=", v, " must be >= 0");
+    for (index_t i = 0; i < l; ++i) {
+      const auto v = p.at(b, i);
+      for (std::size_t a = 0; a < 3; ++a)
+        if (v[a] < 0) throw_invalid_argument(fn, "mrope position[", b, ", ", a, ", ", i, "]=", v[a], " must be >= 0");
     }
 }
 
-template <class Isa, class T, std::size_t K>
+template <class Dispatch, class In, class Out, std::size_t K>
 void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& pos, double sign,
-                 const std::array<rope_target<T>, K>& targets, const std::array<const char*, 2 * K>& names) {
+                 const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
   check_rope_call(fn, mp.plan(), positions::offset(0), targets, names);
   validate_mrope_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1));
   if (targets[0].in.extent(0) == 0 || targets[0].in.extent(1) == 0) return;
-  using A = simd::acc_t<T>;
   const rope_plan& plan = mp.plan();
-  const polar_source<mrope_pair> src{{plan.inv_freq().data(), mp.axis().data(), plan.magnitude()}};
-  rope_apply<Isa, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), static_cast<A>(sign), targets);
+  const mrope_src src{plan.inv_freq().data(), mp.axis().data(), plan.magnitude(), max_abs(plan.inv_freq())};
+  run_rotation<Dispatch>(src, pos, plan, sign, targets);
 }
 
 }  // namespace detail
@@ -163,33 +178,33 @@ void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& po
 /// posenc::mrope_plan mp(posenc::make_rope_plan(cfg), {16, 24, 24}, posenc::mrope_layout::chunked);
 /// posenc::apply_mrope(mp, q, posenc::mrope_positions::shared(thw.data(), L));  // thw: (3, L)
 /// ```
-template <class X, class Isa = detail::best_isa>
+template <class X, class Dispatch = detail::default_dispatch>
 void apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) {
   const auto t = detail::make_target(x, x);
-  detail::mrope_entry<Isa>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+  detail::mrope_entry<Dispatch>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
 }
 
 /// Out of place (`out` must not overlap `in`).
-template <class X, class Y, class Isa = detail::best_isa>
+template <class X, class Y, class Dispatch = detail::default_dispatch>
 void apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions& pos) {
   const auto t = detail::make_target(in, out);
-  detail::mrope_entry<Isa>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+  detail::mrope_entry<Dispatch>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
 }
 
 /// q and k in one pass, in place (same N, L; k may have fewer heads).
-template <class Q, class K, class Isa = detail::best_isa>
+template <class Q, class K, class Dispatch = detail::default_dispatch>
 void apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
-  detail::mrope_entry<Isa>("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
+  detail::mrope_entry<Dispatch>("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
                       {"q", "q", "k", "k"});
 }
 
 /// Backward pass (transpose): rotation by -p[axis(i)] * w_i, in place on the gradient.
-template <class X, class Isa = detail::best_isa>
+template <class X, class Dispatch = detail::default_dispatch>
 void apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) {
   const auto t = detail::make_target(grad, grad);
-  detail::mrope_entry<Isa>("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+  detail::mrope_entry<Dispatch>("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
 }
 
 POSENC_END_NAMESPACE

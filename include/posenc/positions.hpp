@@ -52,10 +52,51 @@ class positions {
   index_t at(index_t n, index_t l) const {
     switch (form_) {
       case form::offset: return start_ + l;
-      case form::per_sequence: return value(n) + l;
+      case form::per_sequence: return value(n) + start_ + l;
       case form::per_token: return value(n * stride_ + l);
     }
     return 0;
+  }
+
+  /// The positions of the sub-batch [n_begin, n_begin + n_count) and sub-sequence [l_begin, l_begin + l_count):
+  /// token (n, l) of the slice has the position of token (n_begin + n, l_begin + l) of this. No copy, so a
+  /// thread of an engine's pool takes its share of a call with `x.slice(...)` and the matching positions, and
+  /// gets exactly the result of the whole call on those tokens. An offset takes any n range. Throws
+  /// argument_error if a begin or count is negative or a range leaves the batch or sequence this describes.
+  ///
+  /// **Example**
+  /// ```
+  /// // thread t of T: tokens [l0, l1) of every sequence
+  /// posenc::apply_rope(cache, q.slice(1, l0, l1 - l0), pos.slice(0, N, l0, l1 - l0));
+  /// ```
+  positions slice(index_t n_begin, index_t n_count, index_t l_begin, index_t l_count) const {
+    constexpr const char* fn = "positions::slice";
+    if (n_begin < 0 || n_count < 0 || l_begin < 0 || l_count < 0)
+      detail::throw_invalid_argument(fn, "(n_begin, n_count, l_begin, l_count)=(", n_begin, ", ", n_count, ", ", l_begin,
+                                     ", ", l_count, ") must be >= 0");
+    if (form_ != form::offset && n_begin > count_ - n_count)
+      detail::throw_invalid_argument(fn, "sequences [", n_begin, ", ", n_begin, " + ", n_count, ") leave the batch of ", count_);
+    if (form_ == form::per_token && l_begin > length_ - l_count)
+      detail::throw_invalid_argument(fn, "tokens [", l_begin, ", ", l_begin, " + ", l_count, ") leave the length ", length_);
+    if (start_ > std::numeric_limits<index_t>::max() - l_begin)
+      detail::throw_invalid_argument(fn, "l_begin=", l_begin, " past offset ", start_, " overflows int64");
+    positions p = *this;
+    switch (form_) {
+      case form::offset:
+      case form::per_sequence:
+        p.start_ = start_ + l_begin;
+        if (form_ == form::per_sequence) {
+          p.shift(n_begin);
+          p.count_ = n_count;
+        }
+        break;
+      case form::per_token:
+        p.shift(n_begin * stride_ + l_begin);
+        p.count_ = n_count;
+        p.length_ = l_count;
+        break;
+    }
+    return p;
   }
 
   index_t count() const { return count_; }
@@ -75,6 +116,10 @@ class positions {
     return p;
   }
   index_t value(index_t i) const { return p64_ ? p64_[i] : static_cast<index_t>(p32_[i]); }
+  void shift(index_t elements) {
+    if (p64_) p64_ += elements;
+    if (p32_) p32_ += elements;
+  }
   bool has_data() const { return p64_ != nullptr || p32_ != nullptr; }
   friend index_t detail::validate_positions(const char*, const positions&, index_t, index_t);
 
@@ -107,8 +152,10 @@ inline index_t validate_positions(const char* fn, const positions& p, index_t n,
       for (index_t i = 0; i < n; ++i) {
         const index_t v = p.value(i);
         if (v < 0) throw_invalid_argument(fn, "positions offset[", i, "]=", v, " must be >= 0");
-        if (v > big - last) throw_invalid_argument(fn, "positions offset[", i, "]=", v, " + length ", l, " overflows int64");
-        if (l > 0) max_pos = v + last > max_pos ? v + last : max_pos;
+        // start_ > 0 only in a slice: the first tokens of the sequence are another thread's.
+        if (v > big - last - p.start_)
+          throw_invalid_argument(fn, "positions offset[", i, "]=", v, " + ", p.start_, " + length ", l, " overflows int64");
+        if (l > 0) max_pos = v + p.start_ + last > max_pos ? v + p.start_ + last : max_pos;
       }
       break;
     case positions::form::per_token:

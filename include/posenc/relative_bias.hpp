@@ -15,6 +15,8 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
+#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/random.hpp"
 #include "posenc/detail/math/t5_bucket.hpp"
 #include "posenc/detail/simd/vec.hpp"
@@ -50,6 +52,30 @@ inline void check_t5_offsets(const char* fn, index_t lq, index_t query_offset) {
   constexpr index_t big = std::numeric_limits<index_t>::max();
   if (lq > 0 && query_offset > big - (lq - 1))
     throw_invalid_argument(fn, "query_offset=", query_offset, " + query length ", lq, " overflows int64");
+}
+
+/// first[b] = the smallest distance n >= 0 whose bucket (of one direction) is >= b, for b < nb, and
+/// first[nb] = INT64_MAX: found from the bucket function itself (non-decreasing in n: every step of its log
+/// branch is monotone), by bisection for the log-spaced buckets. Bucket b then covers n in [first[b],
+/// first[b + 1]) exactly, ties and float roundings included.
+inline std::vector<std::int64_t> t5_bucket_firsts(const math::t5_bucketer& bucket) {
+  const std::int64_t nb = bucket.nb;
+  // The direction's bucket of distance n >= 0: the bucketer's value at r = -n ("past" keys), for both modes.
+  const auto of = [&](std::int64_t n) { return bucket(-n); };
+  std::vector<std::int64_t> first(static_cast<std::size_t>(nb + 1), std::numeric_limits<std::int64_t>::max());
+  std::int64_t top = 1;
+  while (of(top) < nb - 1) top = top > std::numeric_limits<std::int64_t>::max() / 2 ? std::numeric_limits<std::int64_t>::max() : 2 * top;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    std::int64_t lo = b == 0 ? 0 : first[static_cast<std::size_t>(b - 1)];
+    std::int64_t hi = top;  // of(hi) >= nb - 1 >= b
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (of(mid) >= b) hi = mid;
+      else lo = mid + 1;
+    }
+    first[static_cast<std::size_t>(b)] = lo;
+  }
+  return first;
 }
 
 }  // namespace detail
@@ -129,6 +155,7 @@ class t5_relative_bias {
       detail::throw_invalid_argument(fn, "num_buckets=", cfg.num_buckets, " times num_heads=", num_heads, " overflows");
     table_.assign(static_cast<std::size_t>(cfg.num_buckets * num_heads), C(0));
     grad_.assign(table_.size(), C(0));
+    first_ = detail::t5_bucket_firsts(detail::math::t5_bucketer(cfg.bidirectional, cfg.num_buckets, cfg.max_distance));
   }
 
   const t5_bucket_config& config() const { return cfg_; }
@@ -158,7 +185,7 @@ class t5_relative_bias {
   /// without its leading batch dimension); query i sits at i + query_offset (decoding with a cache), key j at j.
   /// `bias`: strided_view<T, 3> or a rank-3 Eigen tensor, T float, double, Eigen::half, Eigen::bfloat16.
   /// Throws argument_error, writing nothing, if extent 0 != H, the view is invalid, or query_offset < 0.
-  template <class Out>
+  template <class Out, class Dispatch = detail::default_dispatch>
   void forward(Out&& bias, index_t query_offset = 0) const {
     constexpr const char* fn = "t5_relative_bias::forward";
     auto vo = as_view(bias);
@@ -166,13 +193,13 @@ class t5_relative_bias {
     using T = typename V::element_type;
     static_assert(V::rank == 3, "posenc::t5_relative_bias::forward: bias has rank 3 (H, Lq, Lk)");
     static_assert(!std::is_const_v<T>, "posenc::t5_relative_bias::forward: bias must be writable");
+    static_assert(detail::simd::is_storage_v<T>, "posenc::t5_relative_bias::forward: float, double, half or bfloat16");
     check(fn, "bias", vo, true, query_offset);
-    const detail::math::t5_bucketer bucket(cfg_.bidirectional, cfg_.num_buckets, cfg_.max_distance);
-    for (index_t i = 0; i < vo.extent(1); ++i)
-      for (index_t j = 0; j < vo.extent(2); ++j) {
-        const C* row = table_.data() + bucket(j - (i + query_offset)) * heads_;
-        for (index_t h = 0; h < heads_; ++h) vo(h, i, j) = detail::simd::store_as<T>(row[h]);
-      }
+    if (vo.empty()) return;
+    const detail::t5_runs runs{first_.data(), static_cast<std::int64_t>(first_.size()) - 1, cfg_.bidirectional};
+    const C* table = table_.data();
+    const index_t heads = heads_;
+    Dispatch::call([&](auto k) { t5_expand(k, table, heads, runs, query_offset, vo); });
   }
 
   /// Backward pass: table_grad[bucket(j - (i + query_offset)), h] += grad_bias[h, i, j] for every (h, i, j),
@@ -209,6 +236,7 @@ class t5_relative_bias {
   index_t heads_;
   std::vector<C> table_;
   std::vector<C> grad_;
+  std::vector<std::int64_t> first_;  ///< bucket runs of one direction (detail::t5_bucket_firsts)
 };
 
 POSENC_END_NAMESPACE

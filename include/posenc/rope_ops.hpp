@@ -9,11 +9,13 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/rope_kernel.hpp"
+#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/rope.hpp"
@@ -22,30 +24,6 @@
 
 POSENC_BEGIN_NAMESPACE
 namespace detail {
-
-/// A signed position delta per token: one for all, or one per token (N, L).
-struct delta_positions {
-  index_t uniform = 0;
-  const std::int64_t* per_token = nullptr;
-  index_t length = 0;
-  index_t at(index_t n, index_t l) const { return per_token ? per_token[n * length + l] : uniform; }
-};
-
-/// Rotation from plan `from` to plan `to` at the same position: angle p*w_to - p*w_from (both products in
-/// double, each exact to p*w*2^-53), magnitude m_to/m_from.
-struct rerotate_pair {
-  const double* from;
-  const double* to;
-  double ratio;
-  polar operator()(index_t p, index_t i) const { return {math::angle(p, to[i]) - math::angle(p, from[i]), ratio}; }
-};
-
-template <class Isa, class T, class Pos, class Source>
-void run_rotation(const Source& src, const Pos& pos, const rope_plan& plan, const rope_target<T>& t) {
-  using A = simd::acc_t<T>;
-  rope_apply<Isa, A, A>(src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), A(1),
-                             std::array<rope_target<T>, 1>{t});
-}
 
 /// Index map of the rotated window: feature f of layout `to` comes from feature map(f) of layout `from`
 /// (both relative to the window start). Half-split position j*R/2 + i holds interleaved feature 2i + j.
@@ -76,37 +54,45 @@ inline void check_window(const char* fn, index_t head_dim, index_t rotary_dim, i
 /// // drop the first 256 cached tokens: the rest move 256 positions back
 /// posenc::shift_rope(plan, k_cache_tail, -256);
 /// ```
-template <class X, class Isa = detail::best_isa>
+template <class X, class Dispatch = detail::default_dispatch>
 void shift_rope(const rope_plan& plan, X&& k, index_t delta) {
   constexpr const char* fn = "shift_rope";
   const auto t = detail::make_target(k, k);
   detail::check_rope_call(fn, plan, positions::offset(0), std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
   if (t.in.empty()) return;
-  const auto src = detail::make_angle_source(plan.inv_freq().data(), 1.0);
-  detail::run_rotation<Isa>(src, detail::delta_positions{delta, nullptr, 0}, plan, t);
+  const detail::angle_src src{plan.inv_freq().data(), 1.0, detail::max_abs(plan.inv_freq())};
+  detail::run_rotation<Dispatch>(src, detail::delta_positions{delta, nullptr, 0}, plan, 1.0,
+                                 std::array<std::decay_t<decltype(t)>, 1>{t});
 }
 
-/// Context shift with a delta per cached token: `deltas` is (N, L) row-major, any sign (llama.cpp shifts
-/// each KV cell by its own delta).
-template <class X, class Isa = detail::best_isa>
-void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_t batch, index_t length) {
+/// Context shift with a delta per cached token: token (n, l) moves by deltas[n * row_stride + l], any sign
+/// (llama.cpp shifts each KV cell by its own delta); row_stride defaults to L. A thread doing tokens
+/// [l0, l0 + count) of a larger batch passes deltas + l0 with the full row stride, no copy.
+/// Throws argument_error, writing nothing, on a head-dim mismatch, (batch, length) != (N, L), a row stride
+/// below L or null deltas.
+template <class X, class Dispatch = detail::default_dispatch>
+void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_t batch, index_t length,
+                index_t row_stride = -1) {
   constexpr const char* fn = "shift_rope";
   const auto t = detail::make_target(k, k);
   detail::check_rope_call(fn, plan, positions::offset(0), std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
   if (batch != t.in.extent(0) || length != t.in.extent(1))
     detail::throw_invalid_argument(fn, "deltas shape (", batch, ", ", length, ") does not match k (N, L)=(", t.in.extent(0),
                                    ", ", t.in.extent(1), ")");
+  if (row_stride >= 0 && row_stride < length)
+    detail::throw_invalid_argument(fn, "deltas row_stride=", row_stride, " is less than L=", length);
   if (t.in.empty()) return;
   if (deltas == nullptr) detail::throw_invalid_argument(fn, "deltas is null");
-  const auto src = detail::make_angle_source(plan.inv_freq().data(), 1.0);
-  detail::run_rotation<Isa>(src, detail::delta_positions{0, deltas, length}, plan, t);
+  const detail::angle_src src{plan.inv_freq().data(), 1.0, detail::max_abs(plan.inv_freq())};
+  detail::run_rotation<Dispatch>(src, detail::delta_positions{0, deltas, row_stride < 0 ? length : row_stride}, plan, 1.0,
+                                 std::array<std::decay_t<decltype(t)>, 1>{t});
 }
 
 /// Re-rotates keys cached under plan `from` into plan `to` at the same positions, in one pass and in place:
 /// angle p*(w_to - w_from), magnitude m_to/m_from. For LongRoPE's short -> long switch and dynamic NTK
 /// growth, where vLLM and HF recompute keys instead. The plans must share head_dim, rotary dim, offset and
 /// style. Throws argument_error, writing nothing, otherwise or on bad positions.
-template <class X, class Isa = detail::best_isa>
+template <class X, class Dispatch = detail::default_dispatch>
 void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) {
   constexpr const char* fn = "rerotate_rope";
   if (from.empty() || to.empty()) detail::throw_invalid_argument(fn, "a plan is empty");
@@ -119,31 +105,28 @@ void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const posi
   const auto t = detail::make_target(k, k);
   const index_t max_pos = detail::check_rope_call(fn, to, pos, std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
   if (max_pos < 0) return;
-  const detail::polar_source<detail::rerotate_pair> src{{from.inv_freq().data(), to.inv_freq().data(), to.magnitude() / from.magnitude()}};
-  detail::run_rotation<Isa>(src, pos, to, t);
+  const detail::rerotate_src src{from.inv_freq().data(), to.inv_freq().data(), to.magnitude() / from.magnitude(),
+                                 detail::max_abs(from.inv_freq()) + detail::max_abs(to.inv_freq())};
+  detail::run_rotation<Dispatch>(src, pos, to, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t});
 }
 
 /// Converts (N, L, H, D) tensors between pair layouts, out of place: within the window [rotary_offset,
 /// rotary_offset + rotary_dim) interleaved feature 2i + j sits at half-split feature j*R/2 + i; the rest is
 /// copied. RoPE commutes with it: convert(apply_rope_interleaved(x)) == apply_rope_half_split(convert(x)).
 /// Throws argument_error, writing nothing, on a bad window, a shape mismatch or overlapping in/out.
-template <class X, class Y>
+template <class X, class Y, class Dispatch = detail::default_dispatch>
 void convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rotary_offset, rope_style from, rope_style to) {
   constexpr const char* fn = "convert_rope_layout";
   const auto t = detail::make_target(in, out);
+  static_assert(std::is_same_v<typename decltype(t.in)::element_type, const typename decltype(t.out)::element_type>,
+                "posenc::convert_rope_layout: in and out have one element type (the conversion moves bits)");
   detail::check_view(fn, "in", t.in, false);
   detail::check_view(fn, "out", t.out, true);
   if (t.in.extents() != t.out.extents()) detail::throw_invalid_argument(fn, "out shape does not match in shape");
   detail::check_window(fn, t.in.extent(3), rotary_dim, rotary_offset);
   if (detail::spans_overlap(t.in, t.out)) detail::throw_invalid_argument(fn, "out overlaps in (conversion is out of place)");
-  for (index_t n = 0; n < t.in.extent(0); ++n)
-    for (index_t l = 0; l < t.in.extent(1); ++l)
-      for (index_t h = 0; h < t.in.extent(2); ++h)
-        for (index_t f = 0; f < t.in.extent(3); ++f) {
-          const bool inside = f >= rotary_offset && f < rotary_offset + rotary_dim;
-          const index_t src = inside ? rotary_offset + detail::layout_source_index(f - rotary_offset, rotary_dim, from, to) : f;
-          t.out(n, l, h, f) = t.in(n, l, h, src);
-        }
+  if (t.in.empty()) return;
+  Dispatch::call([&](auto k) { convert_layout(k, t.in, t.out, rotary_dim, rotary_offset, from, to); });
 }
 
 /// Permutes the rows of a q or k projection weight [num_heads * head_dim, in_features] (or a bias, with
@@ -167,11 +150,22 @@ void convert_rope_weight_layout(W&& in, V&& out, index_t num_heads, index_t head
     detail::throw_invalid_argument(fn, "in rows=", vi.extent(0), " != num_heads*head_dim=", num_heads * head_dim);
   if (vi.extents() != vo.extents()) detail::throw_invalid_argument(fn, "out shape does not match in shape");
   if (detail::spans_overlap(vi, vo)) detail::throw_invalid_argument(fn, "out overlaps in (conversion is out of place)");
+  using T = std::remove_const_t<typename decltype(vi)::element_type>;
+  static_assert(std::is_same_v<T, typename decltype(vo)::element_type>,
+                "posenc::convert_rope_weight_layout: in and out have one element type (the permutation moves bits)");
+  const index_t cols = vi.extent(1);
+  // A permutation of whole rows: each is one memcpy when rows are contiguous.
   for (index_t h = 0; h < num_heads; ++h)
     for (index_t f = 0; f < head_dim; ++f) {
       const bool inside = f >= rotary_offset && f < rotary_offset + rotary_dim;
       const index_t src = inside ? rotary_offset + detail::layout_source_index(f - rotary_offset, rotary_dim, from, to) : f;
-      for (index_t c = 0; c < vi.extent(1); ++c) vo(h * head_dim + f, c) = vi(h * head_dim + src, c);
+      const T* x = &vi(h * head_dim + src, 0);
+      T* y = &vo(h * head_dim + f, 0);
+      if (vi.stride(1) == 1 && vo.stride(1) == 1) {
+        if (cols > 0) std::memcpy(static_cast<void*>(y), static_cast<const void*>(x), static_cast<std::size_t>(cols) * sizeof(T));
+      } else {
+        for (index_t c = 0; c < cols; ++c) y[c * vo.stride(1)] = x[c * vi.stride(1)];
+      }
     }
 }
 

@@ -17,7 +17,9 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/table_kernel.hpp"
+#include "posenc/detail/additive.hpp"
+#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/sinusoid.hpp"
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
@@ -64,13 +66,14 @@ inline sinusoid_params sinusoid_params_of(const sinusoidal_config& cfg) {
   return sp;
 }
 
-template <class T>
+template <class Dispatch, class T>
 void add_sinusoidal_entry(const char* fn, const sinusoidal_config& cfg, const positions& pos, const add_target<T>& t,
                           const char* in_name, const char* out_name) {
   check_sinusoidal_config(fn, cfg);
   check_add_target(fn, in_name, out_name, cfg.dim, t);
   if (validate_positions(fn, pos, t.in.extent(0), t.in.extent(1)) < 0) return;
-  sinusoid_rows<simd::scalar>(sinusoid_params_of(cfg), pos, t.in, t.out);
+  const sinusoid_params sp = sinusoid_params_of(cfg);
+  Dispatch::call([&](auto k) { sinusoid_rows(k, sp, pos, t.in, t.out); });
 }
 
 }  // namespace detail
@@ -110,7 +113,7 @@ inline std::vector<double> sinusoidal_frequencies(const sinusoidal_config& cfg) 
 /// Eigen::Tensor<float, 2, Eigen::RowMajor> pe(1024, 512);
 /// posenc::sinusoidal_table(pe, {512});  // the buffer of the seed's PositionalEncoding(512, 1024)
 /// ```
-template <class Out>
+template <class Out, class Dispatch = detail::default_dispatch>
 void sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t offset = 0) {
   constexpr const char* fn = "sinusoidal_table";
   auto vo = as_view(out);
@@ -126,7 +129,8 @@ void sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t offset = 
   const strided_view<T, 3> o3(vo.data(), A3{1, vo.extent(0), vo.extent(1)}, A3{0, vo.stride(0), vo.stride(1)});
   const positions pos = positions::offset(offset);
   if (detail::validate_positions(fn, pos, 1, vo.extent(0)) < 0) return;
-  detail::sinusoid_rows<detail::simd::scalar>(detail::sinusoid_params_of(cfg), pos, strided_view<const T, 3>(), o3);
+  const detail::sinusoid_params sp = detail::sinusoid_params_of(cfg);
+  Dispatch::call([&](auto k) { sinusoid_rows(k, sp, pos, strided_view<const T, 3>(), o3); });
 }
 
 /// Adds the sinusoidal encoding in place: x[n, l, :] += T[p(n, l), :] with T the table of sinusoidal_table
@@ -142,17 +146,17 @@ void sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t offset = 
 /// Eigen::Tensor<float, 3, Eigen::RowMajor> x(2, 16, 512);  // token embeddings
 /// posenc::add_sinusoidal(x, {512}, posenc::positions::offset(0));
 /// ```
-template <class X>
+template <class X, class Dispatch = detail::default_dispatch>
 void add_sinusoidal(X&& x, const sinusoidal_config& cfg, const positions& pos) {
   const auto t = detail::make_add_target(x, x);
-  detail::add_sinusoidal_entry("add_sinusoidal", cfg, pos, t, "x", "x");
+  detail::add_sinusoidal_entry<Dispatch>("add_sinusoidal", cfg, pos, t, "x", "x");
 }
 
 /// Out of place: out = in + T[p]. `out` must not overlap `in` (pass one tensor twice for in place).
-template <class X, class Y>
+template <class X, class Y, class Dispatch = detail::default_dispatch>
 void add_sinusoidal(X&& in, Y&& out, const sinusoidal_config& cfg, const positions& pos) {
   const auto t = detail::make_add_target(in, out);
-  detail::add_sinusoidal_entry("add_sinusoidal", cfg, pos, t, "in", "out");
+  detail::add_sinusoidal_entry<Dispatch>("add_sinusoidal", cfg, pos, t, "in", "out");
 }
 
 namespace detail {
@@ -244,22 +248,22 @@ class sinusoidal_embedding {
 
   /// Evaluation mode, in place: x += pe[p(n, l)] (default positions 0 .. L-1). No dropout.
   /// Throws argument_error, writing nothing, if D != dim or a position is negative or >= max_len.
-  template <class X>
+  template <class X, class Dispatch = detail::default_dispatch>
   void forward(X&& x, const positions& pos = positions::offset(0)) const {
-    run(x, pos, false, nullptr);
+    run<Dispatch>(x, pos, false, nullptr);
   }
 
   /// Training (train = true) or evaluation mode, in place: x += pe[p(n, l)], then, in training mode with
   /// dropout p > 0, each element is zeroed with probability p and the kept ones scaled by 1/(1-p) (inverted
   /// dropout, as torch.nn.Dropout). One draw of `rng` per element in (n, l, d) order, dropped iff
   /// (draw >> 11) * 2^-53 < p: the same seed gives the same mask on every platform. No draws in eval mode.
-  template <class X>
+  template <class X, class Dispatch = detail::default_dispatch>
   void forward(X&& x, bool train, std::mt19937_64& rng, const positions& pos = positions::offset(0)) const {
-    run(x, pos, train, &rng);
+    run<Dispatch>(x, pos, train, &rng);
   }
 
  private:
-  template <class X>
+  template <class Dispatch, class X>
   void run(X& x, const positions& pos, bool train, std::mt19937_64* rng) const {
     constexpr const char* fn = "sinusoidal_embedding::forward";
     const auto t = detail::make_add_target(x, x);
@@ -269,9 +273,15 @@ class sinusoidal_embedding {
       detail::throw_invalid_argument(fn, "position ", max_pos, " is past the table of max_len=", max_len_);
     if (max_pos < 0) return;
     using T = typename decltype(t.out)::element_type;
-    using A = std::conditional_t<std::is_same_v<C, double>, double, detail::simd::acc_t<T>>;
+    using A = detail::simd::acc2_t<T, C>;
     const auto drop = detail::dropout_draw::make(train, dropout_, rng);
-    detail::table_rows<detail::simd::scalar, A>(table_.data(), cfg_.dim, 0, A(1), pos, t, drop);
+    if (drop.active()) {
+      detail::table_rows_dropout<A>(table_.data(), cfg_.dim, 0, A(1), pos, t, drop);
+      return;
+    }
+    const C* table = table_.data();
+    const index_t dim = cfg_.dim;
+    Dispatch::call([&](auto k) { table_rows(k, table, dim, 0, 1.0, pos, t); });
   }
 
   sinusoidal_config cfg_;

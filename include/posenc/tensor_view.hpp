@@ -78,6 +78,25 @@ class strided_view {
     return span;
   }
 
+  /// The elements [begin, begin + count) along dimension `dim`, same strides, no copy: a thread's share of a
+  /// call (tokens along L, heads along H). Throws argument_error unless 0 <= begin <= begin + count <=
+  /// extent(dim).
+  ///
+  /// **Example**
+  /// ```
+  /// auto mine = q.slice(1, l0, l1 - l0);   // tokens [l0, l1) of an (N, L, H, D) view
+  /// ```
+  strided_view slice(std::size_t dim, index_t begin, index_t count) const {
+    if (dim >= Rank) detail::throw_invalid_argument("strided_view::slice", "dim=", dim, " is not below rank ", Rank);
+    if (begin < 0 || count < 0 || begin > extents_[dim] - count)
+      detail::throw_invalid_argument("strided_view::slice", "range [", begin, ", ", begin, " + ", count,
+                                     ") is outside extent(", dim, ")=", extents_[dim]);
+    strided_view v = *this;
+    if (count > 0) v.data_ = data_ + begin * strides_[dim];
+    v.extents_[dim] = count;
+    return v;
+  }
+
   template <class... I>
   T& operator()(I... i) const {
     static_assert(sizeof...(I) == Rank, "posenc::strided_view: wrong number of indices");

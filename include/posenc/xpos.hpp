@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "posenc/config.hpp"
-#include "posenc/detail/kernels/rope_kernel.hpp"
+#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/math/xpos_scale.hpp"
 #include "posenc/detail/throw.hpp"
@@ -92,41 +93,24 @@ inline index_t xpos_default_center(index_t length, index_t offset) {
 
 namespace detail {
 
-/// Pair i turned by p*w_i and scaled by exp(+-ln zeta_i * (p - C)/scale_base), all in double.
-struct xpos_pair {
-  const double* inv_freq;
-  const double* log_zeta;
-  index_t center;
-  double scale_base;
-  double sign;
-  polar operator()(index_t p, index_t i) const {
-    return {math::angle(p, inv_freq[i]), std::exp(sign * math::xpos_log_scale(log_zeta[i], p, center, scale_base))};
-  }
-};
-
-template <class T, std::size_t K>
+template <class Dispatch, class In, class Out, std::size_t K>
 void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, index_t center,
-                const std::array<xpos_mode, K>& modes, double direction, const std::array<rope_target<T>, K>& targets,
+                const std::array<xpos_mode, K>& modes, double direction, const std::array<rope_io<In, Out>, K>& targets,
                 const std::array<const char*, 2 * K>& names) {
   if (center < 0) throw_invalid_argument(fn, "center=", center, " must be >= 0");
-  for (std::size_t k = 0; k < K; ++k) {
-    check_target(fn, names[2 * k], names[2 * k + 1], plan.head_dim(), targets[k]);
-    if (k > 0 && (targets[k].in.extent(0) != targets[0].in.extent(0) || targets[k].in.extent(1) != targets[0].in.extent(1)))
-      throw_invalid_argument(fn, names[2 * k], " (N, L)=(", targets[k].in.extent(0), ", ", targets[k].in.extent(1),
-                             ") does not match ", names[0], " (N, L)=(", targets[0].in.extent(0), ", ",
-                             targets[0].in.extent(1), ")");
-    if (k > 0 && !targets[k].out.empty() && targets[k].out.data() == targets[0].out.data())
-      throw_invalid_argument(fn, names[2 * k + 1], " and ", names[1], " are the same tensor");
-  }
+  check_targets(fn, plan.head_dim(), targets, names);
   if (validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)) < 0) return;
+  xpos_src src{plan.inv_freq().data(), plan.log_zeta().data(), center, plan.config().scale_base,
+               max_abs(plan.inv_freq()), {false, false}};
+  std::array<int, K> variant{};
   for (std::size_t k = 0; k < K; ++k) {
-    const polar_source<xpos_pair> src{{plan.inv_freq().data(), plan.log_zeta().data(), center, plan.config().scale_base,
-                                       modes[k] == xpos_mode::upscale ? 1.0 : -1.0}};
-    // Double arithmetic: the scale may exceed float's range where the scaled value does not.
-    // Double arithmetic always takes the scalar kernel; naming it keeps this function ISA-independent.
-    rope_apply<simd::scalar, double, double>(src, pos, plan.config().style, 0, plan.pairs(), direction,
-                                         std::array<rope_target<T>, 1>{targets[k]});
+    variant[k] = modes[k] == xpos_mode::upscale ? 0 : 1;
+    src.need[static_cast<std::size_t>(variant[k])] = true;
   }
+  // Double arithmetic (rope_acc_t): the scale may leave float's range where the scaled value does not.
+  Dispatch::call([&](auto t) {
+    rope_rows(t, src, pos, plan.config().style, 0, plan.pairs(), direction, targets, variant);
+  });
 }
 
 }  // namespace detail
@@ -135,37 +119,37 @@ void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, ind
 /// or its reciprocal (downscale, keys). torchscale `XPOS.forward(x, offset, downscale)` is
 /// `apply_xpos(plan, as_nlhd(x, layout::nld), positions::offset(offset), xpos_default_center(L, offset), mode)`.
 /// Throws argument_error, writing nothing, on a head-dim mismatch, a negative position or centre.
-template <class X>
+template <class X, class Dispatch = detail::default_dispatch>
 void apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t center, xpos_mode mode) {
   const auto t = detail::make_target(x, x);
-  detail::xpos_entry("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
+  detail::xpos_entry<Dispatch>("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
 }
 
 /// xPos out of place (`out` must not overlap `in`).
-template <class X, class Y>
+template <class X, class Y, class Dispatch = detail::default_dispatch>
 void apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, index_t center, xpos_mode mode) {
   const auto t = detail::make_target(in, out);
-  detail::xpos_entry("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
+  detail::xpos_entry<Dispatch>("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
 }
 
 /// Queries upscaled and keys downscaled in one call, in place, around one centre: <q_m, k_n> then depends
 /// on m - n only (the centre cancels).
-template <class Q, class K>
+template <class Q, class K, class Dispatch = detail::default_dispatch>
 void apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
   static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_xpos_qk: q and k have one element type");
-  detail::xpos_entry("apply_xpos_qk", plan, pos, center, std::array<xpos_mode, 2>{xpos_mode::upscale, xpos_mode::downscale},
+  detail::xpos_entry<Dispatch>("apply_xpos_qk", plan, pos, center, std::array<xpos_mode, 2>{xpos_mode::upscale, xpos_mode::downscale},
                      1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
 }
 
 /// Backward pass (transpose): rotation by -p*w_i with the same per-pair scale as the forward `mode`.
-template <class X>
+template <class X, class Dispatch = detail::default_dispatch>
 void apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center, xpos_mode mode) {
   const auto t = detail::make_target(grad, grad);
-  detail::xpos_entry("apply_xpos_backward", plan, pos, center, std::array<xpos_mode, 1>{mode}, -1.0,
+  detail::xpos_entry<Dispatch>("apply_xpos_backward", plan, pos, center, std::array<xpos_mode, 1>{mode}, -1.0,
                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
 }
 

@@ -1,19 +1,20 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 // IWYU pragma: private, include "posenc/detail/simd/vec.hpp"
 //
-// `vec<float, simd::avx2>`: 8 floats in a __m256, the op list of vec.hpp in its order. Compiled only when
-// the includer's flags enable AVX2 and FMA; half conversions use F16C when __F16C__ is also set (every AVX2
-// CPU has it, but -mavx2 alone does not enable it) and a scalar loop otherwise.
+// `vec<A, simd::avx2>`: 8 floats in a __m256 or 4 doubles in a __m256d, the op list of vec.hpp in its order,
+// compiled inside the AVX2 target region (AVX2 + FMA + F16C) whatever the includer's flags.
 #pragma once
-
-#include "posenc/config.hpp"
-
-#if POSENC_HAS_AVX2
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 #include <Eigen/Core>
 
+#include "posenc/config.hpp"
+#include "posenc/detail/simd/targets.hpp"
+
+POSENC_BEGIN_TARGET_AVX2
 POSENC_BEGIN_NAMESPACE
 namespace detail::simd {
 
@@ -22,82 +23,176 @@ struct vec<float, avx2> {
   static constexpr int width = 8;
   __m256 v;
 };
+template <>
+struct vec<double, avx2> {
+  static constexpr int width = 4;
+  __m256d v;
+};
 
-// ---- load / store ----------------------------------------------------------------------------------------
-
-inline vec<float, avx2> load(avx2, const float* p) { return {_mm256_loadu_ps(p)}; }
-
-inline vec<float, avx2> load(avx2, const Eigen::half* p) {
-#if defined(__F16C__)
-  return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
-#else
-  alignas(32) float f[8];
-  for (int k = 0; k < 8; ++k) f[k] = static_cast<float>(p[k]);
-  return {_mm256_load_ps(f)};
-#endif
-}
-
+namespace avx2_detail {
 // bfloat16 is the high half of a float: widening is a zero-extension and a 16-bit shift, exact.
-inline vec<float, avx2> load(avx2, const Eigen::bfloat16* p) {
-  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return {_mm256_castsi256_ps(_mm256_slli_epi32(w, 16))};
+inline __m128 bf16x4_to_ps(const Eigen::bfloat16* p) {
+  return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))), 16));
 }
-
-// One 128-bit load and a cross-lane permute: cheaper than two broadcasts per pair.
-inline vec<float, avx2> load_dup_pairs(avx2, const float* p) {
-  const __m256i idx = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-  return {_mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(p)), idx)};
-}
-
-inline void store(vec<float, avx2> x, float* p) { _mm256_storeu_ps(p, x.v); }
-
-inline void store(vec<float, avx2> x, Eigen::half* p) {
-#if defined(__F16C__)
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(x.v, _MM_FROUND_TO_NEAREST_INT));
-#else
-  alignas(32) float f[8];
-  _mm256_store_ps(f, x.v);
-  for (int k = 0; k < 8; ++k) p[k] = Eigen::half(f[k]);
-#endif
-}
-
 // Round to nearest even on the integer pattern (bits + 0x7fff + lsb of the kept part, then >> 16), as
 // Eigen's float_to_bfloat16_rtne; NaN becomes the quiet NaN 0x7fc0 with its sign, so it cannot round to inf.
-inline void store(vec<float, avx2> x, Eigen::bfloat16* p) {
-  const __m256i bits = _mm256_castps_si256(x.v);
+// Returns the 16-bit results in the low halves of the 32-bit lanes.
+inline __m256i bf16_round(__m256 x) {
+  const __m256i bits = _mm256_castps_si256(x);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
   const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), lsb), 16);
   const __m256i qnan = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x8000)),
                                        _mm256_set1_epi32(0x7fc0));
-  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x.v, x.v, _CMP_UNORD_Q));
-  const __m256i r = _mm256_blendv_epi8(rounded, qnan, nan);
-  // Every lane is < 0x10000, so the unsigned-saturating pack is a plain narrowing.
-  const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  return _mm256_blendv_epi8(rounded, qnan, nan);
 }
+inline __m128i bf16_round(__m128 x) {
+  const __m128i bits = _mm_castps_si128(x);
+  const __m128i lsb = _mm_and_si128(_mm_srli_epi32(bits, 16), _mm_set1_epi32(1));
+  const __m128i rounded = _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(bits, _mm_set1_epi32(0x7fff)), lsb), 16);
+  const __m128i qnan = _mm_or_si128(_mm_and_si128(_mm_srli_epi32(bits, 16), _mm_set1_epi32(0x8000)), _mm_set1_epi32(0x7fc0));
+  const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(x, x));
+  return _mm_blendv_epi8(rounded, qnan, nan);
+}
+// Eight lanes < 0x10000 to eight uint16: the unsigned-saturating pack is a plain narrowing.
+inline void store_u16x8(__m256i r, void* p) {
+  _mm_storeu_si128(static_cast<__m128i*>(p), _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+}
+inline void store_u16x4(__m128i r, void* p) { _mm_storel_epi64(static_cast<__m128i*>(p), _mm_packus_epi32(r, r)); }
+}  // namespace avx2_detail
+
+// ---- load / store ----------------------------------------------------------------------------------------
+
+inline vec<float, avx2> load(lanes<float, avx2>, const float* p) { return {_mm256_loadu_ps(p)}; }
+inline vec<float, avx2> load(lanes<float, avx2>, const Eigen::half* p) {
+  return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+}
+inline vec<float, avx2> load(lanes<float, avx2>, const Eigen::bfloat16* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(w, 16))};
+}
+inline vec<double, avx2> load(lanes<double, avx2>, const double* p) { return {_mm256_loadu_pd(p)}; }
+inline vec<double, avx2> load(lanes<double, avx2>, const float* p) { return {_mm256_cvtps_pd(_mm_loadu_ps(p))}; }
+inline vec<double, avx2> load(lanes<double, avx2>, const Eigen::half* p) {
+  return {_mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))))};
+}
+inline vec<double, avx2> load(lanes<double, avx2>, const Eigen::bfloat16* p) {
+  return {_mm256_cvtps_pd(avx2_detail::bf16x4_to_ps(p))};
+}
+
+inline void store(vec<float, avx2> x, float* p) { _mm256_storeu_ps(p, x.v); }
+inline void store(vec<float, avx2> x, Eigen::half* p) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(x.v, _MM_FROUND_TO_NEAREST_INT));
+}
+inline void store(vec<float, avx2> x, Eigen::bfloat16* p) { avx2_detail::store_u16x8(avx2_detail::bf16_round(x.v), p); }
+inline void store(vec<double, avx2> x, double* p) { _mm256_storeu_pd(p, x.v); }
+inline void store(vec<double, avx2> x, float* p) { _mm_storeu_ps(p, _mm256_cvtpd_ps(x.v)); }
+inline void store(vec<double, avx2> x, Eigen::half* p) {
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_cvtps_ph(_mm256_cvtpd_ps(x.v), _MM_FROUND_TO_NEAREST_INT));
+}
+inline void store(vec<double, avx2> x, Eigen::bfloat16* p) {
+  avx2_detail::store_u16x4(avx2_detail::bf16_round(_mm256_cvtpd_ps(x.v)), p);
+}
+
+// One 128-bit load and a cross-lane permute: cheaper than two broadcasts per pair.
+inline vec<float, avx2> load_dup_pairs(lanes<float, avx2>, const float* p) {
+  const __m256i idx = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+  return {_mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(p)), idx)};
+}
+inline vec<double, avx2> load_dup_pairs(lanes<double, avx2>, const double* p) {
+  return {_mm256_permute4x64_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p)), 0x50)};
+}
+inline vec<float, avx2> load_u16_bits(lanes<float, avx2>, const void* p) {
+  return {_mm256_castsi256_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p))))};
+}
+inline void store_u16_bits(vec<float, avx2> x, void* p) { avx2_detail::store_u16x8(_mm256_castps_si256(x.v), p); }
 
 // ---- arithmetic ------------------------------------------------------------------------------------------
 
-inline vec<float, avx2> set1(avx2, float x) { return {_mm256_set1_ps(x)}; }
+inline vec<float, avx2> set1(lanes<float, avx2>, float x) { return {_mm256_set1_ps(x)}; }
+inline vec<double, avx2> set1(lanes<double, avx2>, double x) { return {_mm256_set1_pd(x)}; }
 inline vec<float, avx2> add(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_add_ps(a.v, b.v)}; }
+inline vec<double, avx2> add(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_add_pd(a.v, b.v)}; }
 inline vec<float, avx2> sub(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_sub_ps(a.v, b.v)}; }
+inline vec<double, avx2> sub(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_sub_pd(a.v, b.v)}; }
 inline vec<float, avx2> mul(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_mul_ps(a.v, b.v)}; }
+inline vec<double, avx2> mul(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_mul_pd(a.v, b.v)}; }
+inline vec<float, avx2> div(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_div_ps(a.v, b.v)}; }
+inline vec<double, avx2> div(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_div_pd(a.v, b.v)}; }
 inline vec<float, avx2> fma(vec<float, avx2> a, vec<float, avx2> b, vec<float, avx2> c) {
   return {_mm256_fmadd_ps(a.v, b.v, c.v)};
+}
+inline vec<double, avx2> fma(vec<double, avx2> a, vec<double, avx2> b, vec<double, avx2> c) {
+  return {_mm256_fmadd_pd(a.v, b.v, c.v)};
 }
 inline vec<float, avx2> fnma(vec<float, avx2> a, vec<float, avx2> b, vec<float, avx2> c) {
   return {_mm256_fnmadd_ps(a.v, b.v, c.v)};
 }
+inline vec<double, avx2> fnma(vec<double, avx2> a, vec<double, avx2> b, vec<double, avx2> c) {
+  return {_mm256_fnmadd_pd(a.v, b.v, c.v)};
+}
+inline vec<float, avx2> min(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_min_ps(a.v, b.v)}; }
+inline vec<double, avx2> min(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_min_pd(a.v, b.v)}; }
+inline vec<float, avx2> max(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_max_ps(a.v, b.v)}; }
+inline vec<double, avx2> max(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_max_pd(a.v, b.v)}; }
 
-// ---- interleaved pairs -----------------------------------------------------------------------------------
+// ---- pairs and layout ------------------------------------------------------------------------------------
 
-// In-lane shuffle (1 cycle, port 5), no cross-lane traffic: pairs never straddle a 128-bit lane.
+// In-lane shuffles (1 cycle, port 5), no cross-lane traffic: pairs never straddle a 128-bit lane.
 inline vec<float, avx2> pair_swap(vec<float, avx2> x) { return {_mm256_permute_ps(x.v, 0xB1)}; }
+inline vec<double, avx2> pair_swap(vec<double, avx2> x) { return {_mm256_permute_pd(x.v, 0x5)}; }
 inline vec<float, avx2> sign_alternate(vec<float, avx2> x) {
   return {_mm256_xor_ps(x.v, _mm256_setr_ps(-0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f, -0.0f, 0.0f))};
+}
+inline vec<double, avx2> sign_alternate(vec<double, avx2> x) {
+  return {_mm256_xor_pd(x.v, _mm256_setr_pd(-0.0, 0.0, -0.0, 0.0))};
+}
+// unpacklo/hi interleave within 128-bit lanes; one cross-lane permute puts the halves in order.
+inline vec<float, avx2> zip_lo(vec<float, avx2> a, vec<float, avx2> b) {
+  return {_mm256_permute2f128_ps(_mm256_unpacklo_ps(a.v, b.v), _mm256_unpackhi_ps(a.v, b.v), 0x20)};
+}
+inline vec<double, avx2> zip_lo(vec<double, avx2> a, vec<double, avx2> b) {
+  return {_mm256_permute2f128_pd(_mm256_unpacklo_pd(a.v, b.v), _mm256_unpackhi_pd(a.v, b.v), 0x20)};
+}
+inline vec<float, avx2> zip_hi(vec<float, avx2> a, vec<float, avx2> b) {
+  return {_mm256_permute2f128_ps(_mm256_unpacklo_ps(a.v, b.v), _mm256_unpackhi_ps(a.v, b.v), 0x31)};
+}
+inline vec<double, avx2> zip_hi(vec<double, avx2> a, vec<double, avx2> b) {
+  return {_mm256_permute2f128_pd(_mm256_unpacklo_pd(a.v, b.v), _mm256_unpackhi_pd(a.v, b.v), 0x31)};
+}
+inline vec<float, avx2> unzip_even(vec<float, avx2> a, vec<float, avx2> b) {
+  const __m256 s = _mm256_shuffle_ps(a.v, b.v, _MM_SHUFFLE(2, 0, 2, 0));  // a0 a2 b0 b2 | a4 a6 b4 b6
+  return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)))};
+}
+inline vec<double, avx2> unzip_even(vec<double, avx2> a, vec<double, avx2> b) {
+  return {_mm256_permute4x64_pd(_mm256_unpacklo_pd(a.v, b.v), _MM_SHUFFLE(3, 1, 2, 0))};
+}
+inline vec<float, avx2> unzip_odd(vec<float, avx2> a, vec<float, avx2> b) {
+  const __m256 s = _mm256_shuffle_ps(a.v, b.v, _MM_SHUFFLE(3, 1, 3, 1));
+  return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)))};
+}
+inline vec<double, avx2> unzip_odd(vec<double, avx2> a, vec<double, avx2> b) {
+  return {_mm256_permute4x64_pd(_mm256_unpackhi_pd(a.v, b.v), _MM_SHUFFLE(3, 1, 2, 0))};
+}
+
+// ---- bits of double lanes --------------------------------------------------------------------------------
+
+inline vec<double, avx2> set1_bits(lanes<double, avx2>, std::uint64_t b) {
+  return {_mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(b)))};
+}
+inline vec<double, avx2> and_bits(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_and_pd(a.v, b.v)}; }
+inline vec<double, avx2> xor_bits(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_xor_pd(a.v, b.v)}; }
+inline vec<double, avx2> add_bits(vec<double, avx2> a, vec<double, avx2> b) {
+  return {_mm256_castsi256_pd(_mm256_add_epi64(_mm256_castpd_si256(a.v), _mm256_castpd_si256(b.v)))};
+}
+template <int N>
+inline vec<double, avx2> shl_bits(vec<double, avx2> a) {
+  return {_mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(a.v), N))};
+}
+inline vec<double, avx2> blend_sign(vec<double, avx2> m, vec<double, avx2> a, vec<double, avx2> b) {
+  return {_mm256_blendv_pd(a.v, b.v, m.v)};
 }
 
 }  // namespace detail::simd
 POSENC_END_NAMESPACE
-
-#endif  // POSENC_HAS_AVX2
+POSENC_END_TARGET

@@ -1,37 +1,49 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 // IWYU pragma: private
 //
-// Instruction-set tags, the element conversions every kernel shares, and the op list of `vec<float, Isa>`.
-// The ISA is a type, so a kernel instantiated for AVX2 in one translation unit and for scalar in another never
-// share a mangled name. Each vector ISA file (avx2.hpp, avx512.hpp) implements exactly the op list below, in
-// the same order under the same banners, and compiles to nothing unless the includer's flags enable it
-// (POSENC_HAS_AVX2 / POSENC_HAS_AVX512 from config.hpp). Kernels are written once over these ops.
+// Instruction-set tags, lane descriptors, the element conversions every kernel shares, and the op list of
+// `vec<A, Isa>` (A = float or double). Each ISA file (scalar.hpp, avx2.hpp, avx512.hpp, neon.hpp) implements
+// exactly this list, in this order, under the same banners; the vector files inside their target region
+// (targets.hpp). Kernels (detail/kernels/*-inl.hpp) are written once over these ops and compiled once per
+// target; the ISA is part of every vector type, so no two targets share a mangled name.
 //
-// The op list of `vec<float, Isa>` (V below; `Isa{}` is passed as a tag where no vector argument says which):
-//   V::width                                   lanes per vector
+// Descriptors: `lanes<A, Isa>` names "the vectors of A of Isa"; ops that create a vector take one (Highway's
+// Simd<T, N> tags), ops on vectors find the ISA from their arguments by argument-dependent lookup.
+//   V::width                                    lanes per vector
 //   -- load / store --
-//   load(Isa, const float*)  -> V              unaligned load of width floats
-//   load(Isa, const Eigen::half*) -> V         width halfs widened to float (F16C; scalar loop without it)
-//   load(Isa, const Eigen::bfloat16*) -> V     width bfloat16 widened (bits shifted into the high half)
-//   load_dup_pairs(Isa, const float*) -> V     width/2 floats, each duplicated: c0 c0 c1 c1 ...
-//   store(V, float*)                           unaligned store
-//   store(V, Eigen::half*)                     narrowed to half, round to nearest even
-//   store(V, Eigen::bfloat16*)                 narrowed to bfloat16, round to nearest even, NaN kept quiet
+//   load(lanes<float, I>, const S*)   -> V      S = float, Eigen::half, Eigen::bfloat16: width elements, widened
+//   load(lanes<double, I>, const S*)  -> V      S = double, float, Eigen::half, Eigen::bfloat16        (exact)
+//   store(V, S*)                                 the same S: round to nearest even (double to half/bfloat16
+//                                                through float, as store_as), NaN stays NaN, overflow to inf
+//   load_dup_pairs(lanes<A, I>, const A*) -> V  width/2 values, each twice: c0 c0 c1 c1 ...
+//   load_u16_bits(lanes<float, I>, const void*) width 16-bit patterns zero-extended into the lanes' bits
+//   store_u16_bits(V, void*)                     the low 16 bits of each lane back (bit-exact permutations)
 //   -- arithmetic --
-//   set1(Isa, float) -> V                      broadcast
-//   add(V, V), sub(V, V), mul(V, V)            lane-wise
-//   fma(a, b, c) = a*b + c, fnma(a, b, c) = c - a*b   fused, one rounding
-//   -- interleaved pairs --
-//   pair_swap(V)                               x1 x0 x3 x2 ...
-//   sign_alternate(V)                          -x0 x1 -x2 x3 ...
-// Loop tails (fewer than width elements left) and strided rows go to the scalar reference kernel.
+//   set1(lanes<A, I>, A) -> V
+//   add, sub, mul, div(V, V)
+//   fma(a, b, c) = a*b + c, fnma(a, b, c) = c - a*b   fused, one rounding (scalar: two roundings, see there)
+//   min(a, b), max(a, b)                         b where either is NaN (x86 minpd's rule: pass the bound first)
+//   -- pairs and layout --
+//   pair_swap(V)                                 x1 x0 x3 x2 ...        (width >= 2: not in scalar.hpp)
+//   sign_alternate(V)                            -x0 x1 -x2 x3 ...      (width >= 2: not in scalar.hpp)
+//   zip_lo(a, b), zip_hi(a, b)                   first / last width lanes of a0 b0 a1 b1 ...
+//   unzip_even(a, b), unzip_odd(a, b)            even / odd lanes of a0 .. a{w-1} b0 .. b{w-1}
+//   -- bits of double lanes (vector sincos and exp, detail/kernels/vmath-inl.hpp) --
+//   set1_bits(lanes<double, I>, uint64) -> V
+//   and_bits(V, V), xor_bits(V, V), add_bits(V, V) (uint64 add, wrapping), shl_bits<N>(V)
+//   blend_sign(m, a, b)                          b in the lanes where m's sign bit is set, a elsewhere
+// Every target also uses the 1-lane scalar vectors for its loop tails and strided rows (Highway's
+// CappedTag<T, 1>): the tail runs the same body, so a row's result never depends on where a vector ends.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include <Eigen/Core>
 
 #include "posenc/config.hpp"
+#include "posenc/detail/simd/targets.hpp"
 
 POSENC_BEGIN_NAMESPACE
 namespace detail::simd {
@@ -45,19 +57,38 @@ struct avx2 {
 struct avx512 {
   static constexpr const char* name = "avx512";
 };
+struct neon {
+  static constexpr const char* name = "neon";
+};
 
-/// A SIMD vector of `T` for instruction set `Isa`; specialised only in the ISA files, for T = float.
-template <class T, class Isa>
+/// Descriptor of the vectors of lane type A (float or double) of instruction set Isa.
+template <class A, class Isa>
+struct lanes {
+  using lane_type = A;
+  using isa = Isa;
+};
+
+/// A SIMD vector of A for Isa; specialised by the ISA files for A = float and double.
+template <class A, class Isa>
 struct vec;
 
-/// Arithmetic type of the kernels for storage type T: double for double, float for everything narrower
+/// Arithmetic type of a kernel over storage type T: double for double, float for everything narrower
 /// (Eigen::half and Eigen::bfloat16 are widened on load and rounded once on store).
 template <class T>
 using acc_t = std::conditional_t<std::is_same_v<std::remove_cv_t<T>, double>, double, float>;
 
+/// Arithmetic type of a kernel reading In and writing Out: double if either is double.
+template <class In, class Out>
+using acc2_t = std::conditional_t<std::is_same_v<acc_t<In>, double> || std::is_same_v<acc_t<Out>, double>, double, float>;
+
 template <class T>
 inline constexpr bool is_narrow_float_v =
     std::is_same_v<std::remove_cv_t<T>, Eigen::half> || std::is_same_v<std::remove_cv_t<T>, Eigen::bfloat16>;
+
+/// The storage types the vector ops load and store.
+template <class T>
+inline constexpr bool is_storage_v = std::is_same_v<std::remove_cv_t<T>, float> ||
+                                     std::is_same_v<std::remove_cv_t<T>, double> || is_narrow_float_v<T>;
 
 template <class A, class T>
 POSENC_HOST_DEVICE inline A load_as(const T& v) {
@@ -80,15 +111,13 @@ POSENC_HOST_DEVICE inline T store_as(A v) {
 }  // namespace detail::simd
 POSENC_END_NAMESPACE
 
-#include "posenc/detail/simd/avx2.hpp"    // IWYU pragma: export
+#include "posenc/detail/simd/scalar.hpp"  // IWYU pragma: export
+#if POSENC_TARGET_AVX2
+#include "posenc/detail/simd/avx2.hpp"  // IWYU pragma: export
+#endif
+#if POSENC_TARGET_AVX512
 #include "posenc/detail/simd/avx512.hpp"  // IWYU pragma: export
-
-POSENC_BEGIN_NAMESPACE
-namespace detail {
-
-/// The widest instruction set the includer's flags enable: the static dispatch of every public call.
-using best_isa = std::conditional_t<POSENC_HAS_AVX512 != 0, simd::avx512,
-                                    std::conditional_t<POSENC_HAS_AVX2 != 0, simd::avx2, simd::scalar>>;
-
-}  // namespace detail
-POSENC_END_NAMESPACE
+#endif
+#if POSENC_TARGET_NEON
+#include "posenc/detail/simd/neon.hpp"  // IWYU pragma: export
+#endif

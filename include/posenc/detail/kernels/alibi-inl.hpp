@@ -1,0 +1,103 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+// IWYU pragma: private
+//
+// The ALiBi kernel, written once over the op list (no include guard: see all-inl.hpp): one driver walks
+// (batch, head, query) rows of a [N, H, Lq, Lk] view and writes or adds slope * (j - q) along the key axis,
+// q the query's position. Writing a bias tensor and adding to attention scores are the same loop.
+
+POSENC_BEGIN_NAMESPACE
+namespace detail {
+namespace POSENC_TARGET_NS {
+
+/// Lane k of the vectors of distances: k (a constant, loaded once per span).
+alignas(64) inline constexpr double alibi_iota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+template <bool Add, class D, class T>
+index_t alibi_body(D d, T* row, index_t j, index_t end, double slope, double first_distance) {
+  constexpr index_t W = vec_of<D>::width;
+  const auto sl = set1(d, slope);
+  const auto step = set1(d, static_cast<double>(W));
+  // Distances j - q as exact doubles (|j - q| < 2^53), advanced by W per step.
+  auto dist = add(set1(d, first_distance), load(d, alibi_iota));
+  for (; j + W <= end; j += W) {
+    if constexpr (Add) {
+      store(fma(sl, dist, load(d, row + j)), row + j);
+    } else {
+      store(mul(sl, dist), row + j);
+    }
+    dist = add(dist, step);
+  }
+  return j;
+}
+
+/// Keys [begin, end) of one row: e = slope * (j - query) (write: the product math::alibi_bias_value forms) or
+/// e = fma(slope, j - query, e) (Add), in double, rounded to T once (Eigen::half and bfloat16 through float, as
+/// simd::store_as does everywhere). The add is one fused multiply-add, written as such: compilers fuse a
+/// product and a sum on their own where the ISA has FMA (GCC across statements, even from intrinsics), so an
+/// unfused form would round differently per compiler. The portable target of a CPU without FMA rounds the
+/// product first: at most 1 ulp of double apart. The symmetric form passes -slope for the keys after the query.
+template <bool Add, class T>
+void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope, index_t query) {
+  if (begin >= end) return;
+  const simd::lanes<double, simd::scalar> d1;
+  index_t j = begin;
+  if (stride == 1) {
+    const double first = static_cast<double>(begin - query);
+    j = alibi_body<Add>(simd::lanes<double, isa_tag>{}, row, j, end, slope, first);
+    j = alibi_body<Add>(d1, row, j, end, slope, first + static_cast<double>(j - begin));
+  }
+  for (; j < end; ++j) {
+    const auto dist = set1(d1, static_cast<double>(j - query));
+    if constexpr (Add) {
+      store(fma(set1(d1, slope), dist, load(d1, row + j * stride)), row + j * stride);
+    } else {
+      store(mul(set1(d1, slope), dist), row + j * stride);
+    }
+  }
+}
+
+/// -infinity for the keys [begin, end) of a causal row.
+template <class T>
+void alibi_mask_span(T* row, index_t stride, index_t begin, index_t end) {
+  using A = simd::acc_t<T>;
+  const A inf = -std::numeric_limits<A>::infinity();
+  index_t j = begin;
+  if (stride == 1) {
+    const simd::lanes<A, isa_tag> d;
+    constexpr index_t W = simd::vec<A, isa_tag>::width;
+    for (; j + W <= end; j += W) store(set1(d, inf), row + j);
+  }
+  const simd::lanes<A, simd::scalar> d1;
+  for (; j < end; ++j) store(set1(d1, inf), row + j * stride);
+}
+
+/// out[n, h, i, j] (=|+=) slope(n, h) * (j - q), q = pos.at(n, i); -slope * |j - q| when symmetric; -inf where
+/// j > q when causal. Each row splits at the query: keys j <= q take the same bias in both forms, keys after it
+/// are masked, mirrored (symmetric) or continued (linear), so the inner loops carry no mask test.
+/// Preconditions: everything validated by the public entry (extents, positions >= 0, finite slopes).
+template <bool Add, class T, class Slopes>
+void alibi_rows(target, std::bool_constant<Add>, const strided_view<T, 4>& out, const Slopes& slopes,
+                const positions& pos, bool symmetric, bool causal) {
+  const index_t lk = out.extent(3);
+  const index_t sk = out.stride(3);
+  for (index_t n = 0; n < out.extent(0); ++n) {
+    for (index_t h = 0; h < out.extent(1); ++h) {
+      const double slope = slopes(n, h);
+      for (index_t i = 0; i < out.extent(2); ++i) {
+        T* row = out.data() + n * out.stride(0) + h * out.stride(1) + i * out.stride(2);
+        const index_t q = pos.at(n, i);
+        const index_t split = q < lk ? q + 1 : lk;  // keys at or before the query
+        alibi_span<Add>(row, sk, 0, split, slope, q);  // d <= 0: both forms are slope * d
+        if (causal) {
+          alibi_mask_span(row, sk, split, lk);
+        } else {
+          alibi_span<Add>(row, sk, split, lk, symmetric ? -slope : slope, q);  // symmetric: -slope * |d|
+        }
+      }
+    }
+  }
+}
+
+}  // namespace POSENC_TARGET_NS
+}  // namespace detail
+POSENC_END_NAMESPACE

@@ -1,0 +1,98 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+// IWYU pragma: private
+//
+// Interleaved <-> half-split layout conversion of (N, L, H, D) tensors, written once over the op list (no
+// include guard: see all-inl.hpp). A pure permutation, so it moves bits: float and double lanes for 4- and
+// 8-byte elements, 16-bit patterns zero-extended into float lanes for half and bfloat16 (no conversion, so
+// every payload, NaNs included, arrives unchanged).
+
+POSENC_BEGIN_NAMESPACE
+namespace detail {
+namespace POSENC_TARGET_NS {
+
+/// The lane type that carries T's bits: float for 2- and 4-byte elements, double for 8.
+template <class T>
+using bits_lane_t = std::conditional_t<sizeof(T) == 8, double, float>;
+
+template <class D, class T>
+vec_of<D> load_bits(D d, const T* p) {
+  if constexpr (sizeof(T) == 2) {
+    return load_u16_bits(d, p);
+  } else {
+    return load(d, reinterpret_cast<const typename D::lane_type*>(p));
+  }
+}
+template <class V, class T>
+void store_bits(V v, T* p) {
+  if constexpr (sizeof(T) == 2) {
+    store_u16_bits(v, p);
+  } else {
+    store(v, reinterpret_cast<bits_lane_t<T>*>(p));
+  }
+}
+
+/// Window of `half` pairs at `w`: interleaved -> half-split (unzip) or half-split -> interleaved (zip).
+template <class D, class T>
+index_t layout_body(D d, const T* w_in, T* w_out, index_t i, index_t half, bool to_half_split) {
+  constexpr index_t W = vec_of<D>::width;
+  for (; i + W <= half; i += W) {
+    if (to_half_split) {  // in: x0 x1 ... (pairs at 2i, 2i+1) -> out[i] = even, out[half + i] = odd
+      const auto a = load_bits(d, w_in + 2 * i);
+      const auto b = load_bits(d, w_in + 2 * i + W);
+      store_bits(unzip_even(a, b), w_out + i);
+      store_bits(unzip_odd(a, b), w_out + half + i);
+    } else {  // in: a = [i, i+W), b = [half + i, ...) -> out[2i..] = a0 b0 a1 b1 ...
+      const auto a = load_bits(d, w_in + i);
+      const auto b = load_bits(d, w_in + half + i);
+      store_bits(zip_lo(a, b), w_out + 2 * i);
+      store_bits(zip_hi(a, b), w_out + 2 * i + W);
+    }
+  }
+  return i;
+}
+
+/// out = in with the window [offset, offset + rotary_dim) of every head row converted between pair layouts
+/// (identity when from == to) and the other features copied. Out of place; validated by the public entry.
+template <class T>
+void convert_layout(target, const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
+                    index_t offset, rope_style from, rope_style to) {
+  const index_t dim = in.extent(3);
+  const index_t half = rotary_dim / 2;
+  const bool to_half_split = to == rope_style::half_split;
+  using L = bits_lane_t<T>;
+  for (index_t n = 0; n < in.extent(0); ++n)
+    for (index_t l = 0; l < in.extent(1); ++l)
+      for (index_t h = 0; h < in.extent(2); ++h) {
+        const T* x = &in(n, l, h, 0);
+        T* y = &out(n, l, h, 0);
+        const index_t si = in.stride(3);
+        const index_t so = out.stride(3);
+        if (from == to || si != 1 || so != 1) {
+          for (index_t f = 0; f < dim; ++f) {
+            index_t src = f;
+            if (f >= offset && f < offset + rotary_dim) {
+              const index_t g = f - offset;
+              if (from != to) src = offset + (to_half_split ? (g < half ? 2 * g : 2 * (g - half) + 1) : (g % 2) * half + g / 2);
+            }
+            y[f * so] = x[src * si];
+          }
+          continue;
+        }
+        copy_span(x, 1, y, 1, offset);
+        copy_span(x + offset + rotary_dim, 1, y + offset + rotary_dim, 1, dim - offset - rotary_dim);
+        index_t i = layout_body(simd::lanes<L, isa_tag>{}, x + offset, y + offset, 0, half, to_half_split);
+        for (; i < half; ++i) {
+          if (to_half_split) {
+            y[offset + i] = x[offset + 2 * i];
+            y[offset + half + i] = x[offset + 2 * i + 1];
+          } else {
+            y[offset + 2 * i] = x[offset + i];
+            y[offset + 2 * i + 1] = x[offset + half + i];
+          }
+        }
+      }
+}
+
+}  // namespace POSENC_TARGET_NS
+}  // namespace detail
+POSENC_END_NAMESPACE

@@ -1,0 +1,183 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+// IWYU pragma: private
+//
+// What the public entries hand to the kernels across the dispatch boundary: views, positions and the
+// parameters of each cos/sin *source*. Plain data in baseline code; every target's kernels
+// (detail/kernels/*-inl.hpp) read them.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/math/alibi_slopes.hpp"
+#include "posenc/detail/simd/vec.hpp"
+#include "posenc/positions.hpp"
+#include "posenc/rope_scaling.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+namespace detail {
+
+/// An input/output pair of (N, L, H, D) views of storage types In and Out; in place when both address the
+/// same elements (then In == Out). Out of place, In and Out may differ (float q/k into a half KV cache).
+template <class In, class Out>
+struct rope_io {
+  strided_view<const In, 4> in;
+  strided_view<Out, 4> out;
+  bool in_place() const { return static_cast<const void*>(in.data()) == static_cast<const void*>(out.data()); }
+};
+
+/// Pairs per chunk of cos/sin formed at once on the stack: 128 pairs cover head dims up to 256 in one chunk
+/// and keep the buffers (2 x 128 doubles per variant) in L1.
+inline constexpr index_t rope_chunk = 128;
+
+/// |theta| below which the vector sincos reduces the angle exactly: Cody-Waite with pi/2 split in three, the
+/// first two parts of 27 and 29 significant bits, so k*C1 and k*C2 are exact for k = round(theta*2/pi) < 2^24
+/// even without FMA. Beyond it (positions past ~2^24 at frequency 1) each pair goes to libm's sin and cos.
+inline constexpr double sincos_exact_limit = 0x1p24;
+
+/// The largest |w| of a frequency vector (the angle bound of a position is |p| times it).
+inline double max_abs(const std::vector<double>& w) {
+  double m = 0.0;
+  for (double v : w) m = std::fabs(v) > m ? std::fabs(v) : m;
+  return m;
+}
+
+// ---- cos/sin sources: what a kernel forms for pair i at position p --------------------------------------------
+
+/// RoPE and context shift: theta = p * w_i, both factors times `magnitude`.
+struct angle_src {
+  const double* w;
+  double magnitude;
+  double w_max;
+  static constexpr int variants = 1;
+};
+
+/// MRoPE: theta = p[axis_i] * w_i (Pos yields the three positions of a token).
+struct mrope_src {
+  const double* w;
+  const std::uint8_t* axis;
+  double magnitude;
+  double w_max;
+  static constexpr int variants = 1;
+};
+
+/// Re-rotation from plan `from` to plan `to` at the same position: theta = p*w_to - p*w_from (each product
+/// exact to p*w*2^-53), magnitude m_to/m_from.
+struct rerotate_src {
+  const double* w_from;
+  const double* w_to;
+  double ratio;
+  double w_max;  ///< max|w_to| + max|w_from|
+  static constexpr int variants = 1;
+};
+
+/// xPos: theta = p * w_i; variant 0 (upscale, queries) times zeta_i^((p - C)/scale_base), variant 1
+/// (downscale, keys) times its reciprocal, each exp(+-ln(zeta_i) * (p - C) / scale_base) formed in double.
+/// Only the variants in `need` are formed.
+struct xpos_src {
+  const double* w;
+  const double* log_zeta;
+  index_t center;
+  double scale_base;
+  double w_max;
+  std::array<bool, 2> need;
+  static constexpr int variants = 2;
+};
+
+/// A precomputed [positions][pairs] cos/sin table (rope_cache): row p, no arithmetic.
+template <class C>
+struct table_src {
+  const C* cos;
+  const C* sin;
+  index_t pairs;
+  static constexpr int variants = 1;
+};
+
+template <class S>
+struct is_table_src : std::false_type {};
+template <class C>
+struct is_table_src<table_src<C>> : std::true_type {};
+
+/// The arithmetic type of a rotation kernel: double if In or Out is double, and always for xPos (its scale
+/// may leave float's range where the scaled value does not); float otherwise.
+template <class Source, class In, class Out>
+using rope_acc_t = std::conditional_t<std::is_same_v<Source, xpos_src>, double, simd::acc2_t<In, Out>>;
+
+/// The cos/sin value type a source hands to the rows: the table's type, or the arithmetic type when formed.
+template <class Source, class A>
+struct rope_value {
+  using type = A;
+};
+template <class C, class A>
+struct rope_value<table_src<C>, A> {
+  using type = C;
+};
+
+// ---- positions a kernel walks, besides posenc::positions -------------------------------------------------------
+
+/// A signed position delta per token (context shift): one for all, or one per token at
+/// per_token[n * row_stride + l].
+struct delta_positions {
+  index_t uniform = 0;
+  const std::int64_t* per_token = nullptr;
+  index_t row_stride = 0;
+  index_t at(index_t n, index_t l) const { return per_token ? per_token[n * row_stride + l] : uniform; }
+};
+
+// ---- additive encodings (sinusoidal, learned) -----------------------------------------------------------------
+
+/// An input/output pair of (N, L, D) views; in place when both address the same elements.
+template <class T>
+struct add_target {
+  strided_view<const T, 3> in;
+  strided_view<T, 3> out;
+  bool in_place() const { return static_cast<const void*>(in.data()) == static_cast<const void*>(out.data()); }
+};
+
+/// Pairs per chunk of frequencies and sin/cos values held on the stack (D <= 256 in one chunk).
+inline constexpr index_t sinusoid_chunk = 128;
+
+/// Parameters of a sinusoid source (validated by the public entry).
+struct sinusoid_params {
+  index_t dim = 0;
+  double base = 10000.0;
+  bool concat = false;
+  bool has_padding = false;
+  index_t padding_idx = 0;
+};
+
+// ---- ALiBi slopes --------------------------------------------------------------------------------------------
+
+/// Slopes from the formula: local head h of a shard is global head head_begin + h; the batch row is ignored.
+struct alibi_formula_slopes {
+  index_t num_heads;
+  index_t head_begin;
+  double max_bias;
+  double operator()(index_t, index_t h) const { return math::alibi_slope(head_begin + h, num_heads, max_bias); }
+};
+
+/// Slopes read from a caller's [N, H] view (a [H] view is passed with batch stride 0), widened to double.
+template <class S>
+struct alibi_view_slopes {
+  strided_view<const S, 2> slopes;
+  double operator()(index_t n, index_t h) const { return simd::load_as<double>(slopes(n, h)); }
+};
+
+// ---- T5 bias expansion ------------------------------------------------------------------------------------------
+
+/// The bucket runs of one T5 bucketing: bucket b of a direction covers the distances n in
+/// [first[b], first[b + 1]) (first[nb] = INT64_MAX), found once from the bucket function itself, which is
+/// non-decreasing in n. A row of the bias is then at most 2 nb runs of one table value each.
+struct t5_runs {
+  const std::int64_t* first;  ///< nb + 1 thresholds
+  std::int64_t nb;            ///< buckets per direction
+  bool bidirectional;
+};
+
+}  // namespace detail
+POSENC_END_NAMESPACE

@@ -1,0 +1,313 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+// IWYU pragma: private
+//
+// The rotary kernels, written once over the op list and compiled once per target (no include guard:
+// kernels.hpp includes this inside each target's region and namespace). One driver walks tokens and heads,
+// asks a *source* for the (cos, sin) of each pair at the token's position, and rotates one head row at a
+// time. RoPE from a plan (angles formed on the fly), from a cache, MRoPE, the context shift, re-rotation and
+// xPos differ only in their source (detail/kernels/params.hpp).
+
+POSENC_BEGIN_NAMESPACE
+namespace detail {
+namespace POSENC_TARGET_NS {
+
+// ---- one head row -------------------------------------------------------------------------------------------
+
+/// Half-split pairs (a_i, b_i) = (row[i], row[i + pairs]) for i in [i, e), W pairs per step with D's vectors:
+/// four loads, two stores, no shuffles. cos/sin are indexed from b0. Returns the first pair not done.
+template <class D, class In, class Out>
+index_t rope_half_split(D d, const In* in, Out* out, index_t pairs, index_t i, index_t e, index_t b0,
+                        const typename D::lane_type* cos, const typename D::lane_type* sin,
+                        typename D::lane_type sign) {
+  constexpr index_t W = vec_of<D>::width;
+  const auto sg = set1(d, sign);
+  for (; i + W <= e; i += W) {
+    const auto a = load(d, in + i);
+    const auto b = load(d, in + i + pairs);
+    const auto c = load(d, cos + (i - b0));
+    const auto s = mul(sg, load(d, sin + (i - b0)));
+    store(fnma(b, s, mul(a, c)), out + i);         // a c - b s
+    store(fma(a, s, mul(b, c)), out + i + pairs);  // b c + a s
+  }
+  return i;
+}
+
+/// Interleaved pairs (row[2i], row[2i+1]), W/2 per step (W >= 2). With c and s duplicated per pair,
+/// y = x c + sign_alternate(pair_swap(x)) s gives (a c - b s, b c + a s) in place: one in-lane shuffle per
+/// vector instead of a deinterleave and a reinterleave.
+template <class D, class In, class Out>
+index_t rope_interleaved(D d, const In* in, Out* out, index_t i, index_t e, index_t b0,
+                         const typename D::lane_type* cos, const typename D::lane_type* sin,
+                         typename D::lane_type sign) {
+  constexpr index_t P = vec_of<D>::width / 2;
+  const auto sg = set1(d, sign);
+  for (; i + P <= e; i += P) {
+    const auto x = load(d, in + 2 * i);
+    const auto c = load_dup_pairs(d, cos + (i - b0));
+    const auto s = mul(sg, load_dup_pairs(d, sin + (i - b0)));
+    store(fma(x, c, mul(sign_alternate(pair_swap(x)), s)), out + 2 * i);
+  }
+  return i;
+}
+
+/// One pair at a time with 1-lane vectors: any style, any feature strides, cos/sin of any type C (converted
+/// to A as they load). The same arithmetic as the vector bodies, so the tail of a row matches its body.
+template <class A, class In, class Out, class C>
+void rope_pairs(rope_style style, const In* in, index_t si, Out* out, index_t so, index_t pairs, index_t i,
+                index_t e, index_t b0, const C* cos, const C* sin, A sign) {
+  const simd::lanes<A, simd::scalar> d;
+  const auto sg = set1(d, sign);
+  for (; i < e; ++i) {
+    const index_t ia = style == rope_style::interleaved ? 2 * i : i;
+    const index_t ib = style == rope_style::interleaved ? 2 * i + 1 : i + pairs;
+    const auto a = load(d, in + ia * si);
+    const auto b = load(d, in + ib * si);
+    const auto c = load(d, cos + (i - b0));
+    const auto s = mul(sg, load(d, sin + (i - b0)));
+    store(fnma(b, s, mul(a, c)), out + ia * so);
+    store(fma(a, s, mul(b, c)), out + ib * so);
+  }
+}
+
+/// Pairs [b, e) of one row. Contiguous rows whose cos/sin have the arithmetic type take the vector bodies;
+/// the rest (tails, strided rows, a double table under float arithmetic) take rope_pairs.
+template <class A, class In, class Out, class C>
+void rope_row(rope_style style, const In* in, index_t si, Out* out, index_t so, index_t pairs, index_t b, index_t e,
+              const C* cos, const C* sin, A sign) {
+  index_t i = b;
+  if constexpr (std::is_same_v<C, A>) {
+    if (si == 1 && so == 1) {
+      if (style == rope_style::half_split) {
+        i = rope_half_split(simd::lanes<A, isa_tag>{}, in, out, pairs, i, e, b, cos, sin, sign);
+      } else if constexpr (simd::vec<A, isa_tag>::width >= 2) {
+        i = rope_interleaved(simd::lanes<A, isa_tag>{}, in, out, i, e, b, cos, sin, sign);
+      }
+    }
+  }
+  rope_pairs<A>(style, in, si, out, so, pairs, i, e, b, cos, sin, sign);
+}
+
+// ---- copies with conversion (features outside the rotated window, layout conversion) --------------------------
+
+template <class D, class In, class Out>
+index_t convert_body(D d, const In* in, Out* out, index_t i, index_t n) {
+  constexpr index_t W = vec_of<D>::width;
+  for (; i + W <= n; i += W) store(load(d, in + i), out + i);
+  return i;
+}
+
+/// out[k * so] = in[k * si] for k < n: a bit copy for one type, one rounding from In to Out otherwise.
+template <class In, class Out>
+void copy_span(const In* in, index_t si, Out* out, index_t so, index_t n) {
+  if (n <= 0) return;
+  if constexpr (std::is_same_v<In, Out>) {
+    if (si == 1 && so == 1) {
+      std::memcpy(static_cast<void*>(out), static_cast<const void*>(in), static_cast<std::size_t>(n) * sizeof(In));
+      return;
+    }
+    for (index_t k = 0; k < n; ++k) out[k * so] = in[k * si];
+  } else {
+    using A = simd::acc2_t<In, Out>;
+    index_t k = 0;
+    if (si == 1 && so == 1) k = convert_body(simd::lanes<A, isa_tag>{}, in, out, 0, n);
+    const simd::lanes<A, simd::scalar> d;
+    for (; k < n; ++k) store(load(d, in + k * si), out + k * so);
+  }
+}
+
+// ---- cos/sin sources ----------------------------------------------------------------------------------------
+
+template <class D, class C, class Theta, class Scale>
+index_t polar_body(D d, index_t i, index_t b, index_t e, const Theta& theta, const Scale& scale, C* cos, C* sin) {
+  constexpr index_t W = vec_of<D>::width;
+  for (; i + W <= e; i += W) {
+    vec_of<D> s, c;
+    vsincos(d, theta(d, i), s, c);
+    const auto m = scale(d, i);
+    store(mul(c, m), cos + (i - b));
+    store(mul(s, m), sin + (i - b));
+  }
+  return i;
+}
+
+/// cos and sin of theta(i) times scale(i) for pairs [b, e), into cos[0 .. e-b) and sin[..], rounded to C once.
+/// theta and scale are generic over the lane descriptor. `bound` >= every |theta|: below sincos_exact_limit the
+/// vector sincos, beyond it (or NaN) libm per pair.
+template <class C, class Theta, class Scale>
+void polar_fill(index_t b, index_t e, double bound, const Theta& theta, const Scale& scale, C* cos, C* sin) {
+  if (!(bound < sincos_exact_limit)) {
+    const simd::lanes<double, simd::scalar> d1;
+    for (index_t i = b; i < e; ++i) {
+      const double t = theta(d1, i).v;
+      const double m = scale(d1, i).v;
+      cos[i - b] = static_cast<C>(m * std::cos(t));
+      sin[i - b] = static_cast<C>(m * std::sin(t));
+    }
+    return;
+  }
+  const index_t i = polar_body(simd::lanes<double, isa_tag>{}, b, b, e, theta, scale, cos, sin);
+  polar_body(simd::lanes<double, simd::scalar>{}, i, b, e, theta, scale, cos, sin);
+}
+
+/// RoPE and the context shift: theta = p * w_i (the product math::angle forms), times the magnitude.
+template <class C>
+void source_fill(const angle_src& s, index_t p, index_t b, index_t e, C (*cbuf)[rope_chunk], C (*sbuf)[rope_chunk],
+                 const C** cos, const C** sin) {
+  const double pd = static_cast<double>(p);
+  polar_fill(
+      b, e, std::fabs(pd) * s.w_max, [&](auto d, index_t i) { return mul(set1(d, pd), load(d, s.w + i)); },
+      [&](auto d, index_t) { return set1(d, s.magnitude); }, cbuf[0], sbuf[0]);
+  cos[0] = cbuf[0];
+  sin[0] = sbuf[0];
+}
+
+/// MRoPE: pair i at the position of its axis.
+template <class C>
+void source_fill(const mrope_src& s, const std::array<index_t, 3>& p, index_t b, index_t e, C (*cbuf)[rope_chunk],
+                 C (*sbuf)[rope_chunk], const C** cos, const C** sin) {
+  double pp[rope_chunk];
+  for (index_t i = b; i < e; ++i) pp[i - b] = static_cast<double>(p[s.axis[i]]);
+  double pmax = 0.0;
+  for (index_t a : p) pmax = std::fabs(static_cast<double>(a)) > pmax ? std::fabs(static_cast<double>(a)) : pmax;
+  polar_fill(
+      b, e, pmax * s.w_max, [&](auto d, index_t i) { return mul(load(d, pp + (i - b)), load(d, s.w + i)); },
+      [&](auto d, index_t) { return set1(d, s.magnitude); }, cbuf[0], sbuf[0]);
+  cos[0] = cbuf[0];
+  sin[0] = sbuf[0];
+}
+
+/// Re-rotation: theta = p*w_to - p*w_from.
+template <class C>
+void source_fill(const rerotate_src& s, index_t p, index_t b, index_t e, C (*cbuf)[rope_chunk], C (*sbuf)[rope_chunk],
+                 const C** cos, const C** sin) {
+  const double pd = static_cast<double>(p);
+  polar_fill(
+      b, e, std::fabs(pd) * s.w_max,
+      [&](auto d, index_t i) {
+        const auto pv = set1(d, pd);
+        return sub(mul(pv, load(d, s.w_to + i)), mul(pv, load(d, s.w_from + i)));
+      },
+      [&](auto d, index_t) { return set1(d, s.ratio); }, cbuf[0], sbuf[0]);
+  cos[0] = cbuf[0];
+  sin[0] = sbuf[0];
+}
+
+template <class D>
+index_t xpos_scale_body(D d, index_t i, index_t b, index_t e, const double* lz, double dist, double scale_base,
+                        double dir, const double* cu, const double* su, double* cos, double* sin) {
+  constexpr index_t W = vec_of<D>::width;
+  for (; i + W <= e; i += W) {
+    // (ln zeta_i * (p - C)) / scale_base as math::xpos_log_scale forms it, then e^(+-that).
+    const auto x = div(mul(load(d, lz + i), set1(d, dist)), set1(d, scale_base));
+    const auto m = vexp(d, mul(set1(d, dir), x));
+    store(mul(load(d, cu + (i - b)), m), cos + (i - b));
+    store(mul(load(d, su + (i - b)), m), sin + (i - b));
+  }
+  return i;
+}
+
+/// xPos: cos and sin of p*w_i formed once, then scaled per variant (queries up, keys down): one sincos per
+/// pair for q and k together.
+inline void source_fill(const xpos_src& s, index_t p, index_t b, index_t e, double (*cbuf)[rope_chunk],
+                        double (*sbuf)[rope_chunk], const double** cos, const double** sin) {
+  double cu[rope_chunk];
+  double su[rope_chunk];
+  const double pd = static_cast<double>(p);
+  polar_fill(
+      b, e, std::fabs(pd) * s.w_max, [&](auto d, index_t i) { return mul(set1(d, pd), load(d, s.w + i)); },
+      [&](auto d, index_t) { return set1(d, 1.0); }, cu, su);
+  const double dist = static_cast<double>(p - s.center);  // both >= 0: exact, no overflow
+  for (int v = 0; v < 2; ++v) {
+    if (!s.need[static_cast<std::size_t>(v)]) continue;
+    const double dir = v == 0 ? 1.0 : -1.0;
+    const index_t i = xpos_scale_body(simd::lanes<double, isa_tag>{}, b, b, e, s.log_zeta, dist, s.scale_base, dir, cu,
+                                      su, cbuf[v], sbuf[v]);
+    xpos_scale_body(simd::lanes<double, simd::scalar>{}, i, b, e, s.log_zeta, dist, s.scale_base, dir, cu, su, cbuf[v],
+                    sbuf[v]);
+    cos[v] = cbuf[v];
+    sin[v] = sbuf[v];
+  }
+}
+
+/// A cache row: no arithmetic.
+template <class C>
+void source_fill(const table_src<C>& s, index_t p, index_t b, index_t, C (*)[rope_chunk], C (*)[rope_chunk],
+                 const C** cos, const C** sin) {
+  cos[0] = s.cos + p * s.pairs + b;
+  sin[0] = s.sin + p * s.pairs + b;
+}
+
+// ---- the driver ---------------------------------------------------------------------------------------------
+
+/// Rotates every target: all share N and L (q and k of one batch), their positions and the window
+/// [offset, offset + 2*pairs) of the head; target k uses the source's variant[k] (xPos: 0 for queries, 1 for
+/// keys). `Pos::at(n, l)` yields what the source takes: one position, a signed delta or three positions.
+/// Validation happened at the public entry.
+template <class Source, class Pos, class In, class Out, std::size_t K>
+void rope_rows(target, const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
+               const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
+  using A = rope_acc_t<Source, In, Out>;
+  using C = typename rope_value<Source, A>::type;
+  constexpr int NV = Source::variants;
+  const index_t n_batch = io[0].in.extent(0);
+  const index_t n_len = io[0].in.extent(1);
+  alignas(64) C cbuf[NV][rope_chunk];
+  alignas(64) C sbuf[NV][rope_chunk];
+  const C* cos[NV] = {};
+  const C* sin[NV] = {};
+  // Sequence-major order, reusing cos/sin while the position repeats (an offset gives every sequence the
+  // same positions): forming them is the cost of the cache-free path, so a batch of N sequences pays for one.
+  // Only when the whole window is one chunk, so that the buffers hold the full row.
+  const bool reuse = pairs <= rope_chunk;
+  bool have_row = false;
+  decltype(pos.at(0, 0)) last_p{};
+  for (index_t l = 0; l < n_len; ++l) {
+    for (index_t n = 0; n < n_batch; ++n) {
+      const auto p = pos.at(n, l);
+      for (const auto& t : io) {
+        if (t.in_place()) continue;
+        // Out of place: the features outside the rotated window pass through (converted to Out).
+        const index_t dim = t.in.extent(3);
+        for (index_t h = 0; h < t.in.extent(2); ++h) {
+          const In* in_row = &t.in(n, l, h, 0);
+          Out* out_row = &t.out(n, l, h, 0);
+          copy_span(in_row, t.in.stride(3), out_row, t.out.stride(3), offset);
+          const index_t end = offset + 2 * pairs;
+          copy_span(in_row + end * t.in.stride(3), t.in.stride(3), out_row + end * t.out.stride(3), t.out.stride(3),
+                    dim - end);
+        }
+      }
+      for (index_t b = 0; b < pairs; b += rope_chunk) {
+        const index_t e = b + rope_chunk < pairs ? b + rope_chunk : pairs;
+        if (!(reuse && have_row && p == last_p)) {
+          source_fill(src, p, b, e, cbuf, sbuf, cos, sin);
+          last_p = p;
+          have_row = true;
+        }
+        for (std::size_t k = 0; k < K; ++k) {
+          const auto& t = io[k];
+          const auto v = static_cast<std::size_t>(variant[k]);
+          for (index_t h = 0; h < t.in.extent(2); ++h) {
+            rope_row(style, &t.in(n, l, h, offset), t.in.stride(3), &t.out(n, l, h, offset), t.out.stride(3), pairs, b, e,
+                     cos[v], sin[v], static_cast<A>(sign));
+          }
+        }
+      }
+    }
+  }
+}
+
+/// The rows of a rope_cache: row p holds magnitude * (cos, sin)(p * w_i), i < pairs.
+template <class C>
+void rope_cache_fill(target, const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin) {
+  for (index_t p = 0; p < positions; ++p) {
+    const double pd = static_cast<double>(p);
+    polar_fill(
+        0, pairs, pd * src.w_max, [&](auto d, index_t i) { return mul(set1(d, pd), load(d, src.w + i)); },
+        [&](auto d, index_t) { return set1(d, src.magnitude); }, cos + p * pairs, sin + p * pairs);
+  }
+}
+
+}  // namespace POSENC_TARGET_NS
+}  // namespace detail
+POSENC_END_NAMESPACE

@@ -1,0 +1,2 @@
+#define WORK_NAME work_default
+#include "work.inl"
