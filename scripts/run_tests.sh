@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every posenc test on a fresh Debian 12 machine: installs what is missing, then configures,
-# builds (warnings are errors) and runs CTest with clang++ (plus the AVX2/AVX-512 ops emulated through SIMDe)
-# and with g++ (which also builds the benchmarks), then cross-builds the test binary for AArch64 and runs its NEON suites under qemu-user.
+# builds (warnings are errors) and runs CTest with clang++ (plus the AVX2/AVX-512 ops emulated through
+# SIMDe) and with g++ (which also builds the benchmarks), then cross-builds the test binary for AArch64 and
+# runs its NEON suites under qemu-user.
 # Every golden suite runs once per ISA this CPU supports; the ISAs it lacks are reported skipped by name.
 # Usage: bash scripts/run_tests.sh [build-dir-prefix]
 set -euo pipefail
