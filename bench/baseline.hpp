@@ -4,7 +4,8 @@
 // (baseline time / kernel time): the kernel's bytes/s as a fraction of what the memory system gave the
 // baseline a moment earlier or later. Pairing in time cancels the drift of a shared, throttled or noisy
 // machine that a baseline measured once per run does not; BM_StreamFmaBaseline pairs the baseline with itself
-// and should read 1.00. The reported time is the kernel's per call (manual time); `ns_per_call` repeats it.
+// and should read 1.00. The reported time is per batch of `calls_per_batch` calls (manual time, so that
+// one-token calls do not make the run length explode); `ns_per_call` is the kernel's time per call.
 #pragma once
 
 #include <algorithm>
@@ -66,13 +67,13 @@ void run_paired(benchmark::State& state, std::size_t bytes, K&& kernel) {
     ratios.push_back(tb / tk);
     kernel_seconds += tk;
     ++batches;
-    state.SetIterationTime(tk / reps);
+    state.SetIterationTime(tk);  // one iteration is one batch: Google Benchmark sizes the run in batches
   }
   std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
   state.counters["vs_baseline"] = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
   state.counters["ns_per_call"] = batches > 0 ? kernel_seconds / static_cast<double>(batches * reps) * 1e9 : 0.0;
   state.counters["calls_per_batch"] = reps;
-  state.SetBytesProcessed(static_cast<std::int64_t>(2 * bytes) * state.iterations());
+  state.SetBytesProcessed(static_cast<std::int64_t>(2 * bytes) * reps * state.iterations());
 }
 
 /// The suffix naming how this binary dispatches: "/<isa>" for run-time dispatch (the ISA it picked on this
