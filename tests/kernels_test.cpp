@@ -318,6 +318,60 @@ TEST_P(Kernels, CacheFreeFloatWithin2e6UpToTwoToThe24) {
   RecordProperty("max_abs_error", sci(worst));
 }
 
+// The float cache-free paths step cos/sin from an anchor every 16 positions by angle addition (rope-inl.hpp,
+// polar_stepper): a consecutive walk near 2^24 stays within 2e-6 of the exact formula, and the bits at a
+// position do not depend on how it was reached (offset walk, per-token ids in reverse, a walk starting
+// mid-period, one token at a time).
+TEST_P(Kernels, CacheFreeFloatStepsAreExactAndWalkIndependent) {
+  for (auto style : {posenc::rope_style::half_split, posenc::rope_style::interleaved}) {
+    posenc::rope_config cfg;
+    cfg.head_dim = 64;
+    cfg.base = 10000.0;
+    cfg.style = style;
+    const auto plan = posenc::make_rope_plan(cfg);
+    for (index_t start : {index_t{0}, index_t{7}, (index_t{1} << 24) - 70}) {
+      const index_t l = 50;
+      std::mt19937_64 g(static_cast<std::uint64_t>(start));
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      std::vector<float> x0(static_cast<std::size_t>(l * 2 * 64));
+      for (auto& v : x0) v = u(g);
+      auto walk = x0;
+      posenc::apply_rope(plan, posenc::strided_view<float, 4>(walk.data(), {1, l, 2, 64}), posenc::positions::offset(start));
+      std::vector<std::int64_t> ids(static_cast<std::size_t>(l));
+      for (index_t t = 0; t < l; ++t) ids[static_cast<std::size_t>(t)] = start + t;
+      std::vector<std::int64_t> rev(ids.rbegin(), ids.rend());
+      std::vector<float> x0_rev(x0.size());
+      for (index_t t = 0; t < l; ++t)
+        std::copy_n(x0.begin() + (l - 1 - t) * 128, 128, x0_rev.begin() + t * 128);
+      auto backwards = x0_rev;
+      posenc::apply_rope(plan, posenc::strided_view<float, 4>(backwards.data(), {1, l, 2, 64}),
+                         posenc::positions::per_token(rev.data(), 1, l));
+      auto singles = x0;
+      for (index_t t = 0; t < l; ++t)
+        posenc::apply_rope(plan, posenc::strided_view<float, 4>(singles.data() + t * 128, {1, 1, 2, 64}),
+                           posenc::positions::offset(start + t));
+      for (index_t t = 0; t < l; ++t)
+        for (index_t f = 0; f < 128; ++f) {
+          const auto i = static_cast<std::size_t>(t * 128 + f);
+          const auto j = static_cast<std::size_t>((l - 1 - t) * 128 + f);
+          ASSERT_TRUE(same_bits(walk[i], backwards[j])) << "reverse walk, position " << start + t << " feature " << f;
+          ASSERT_TRUE(same_bits(walk[i], singles[i])) << "one token per call, position " << start + t << " feature " << f;
+        }
+      for (index_t t = 0; t < l; ++t)
+        for (index_t h = 0; h < 2; ++h)
+          for (index_t i = 0; i < 32; ++i) {
+            const auto [fa, fb] = pair_of(style, 64, i);
+            const auto row = static_cast<std::size_t>((t * 2 + h) * 64);
+            const ld theta = static_cast<ld>(start + t) * std::pow(10000.0L, -2.0L * i / 64);
+            ld ya, yb;
+            rotate_ld(x0[row + static_cast<std::size_t>(fa)], x0[row + static_cast<std::size_t>(fb)], theta, 1.0L, ya, yb);
+            ASSERT_LE(std::fabs(static_cast<double>(ya) - walk[row + static_cast<std::size_t>(fa)]), 2e-6) << start + t;
+            ASSERT_LE(std::fabs(static_cast<double>(yb) - walk[row + static_cast<std::size_t>(fb)]), 2e-6) << start + t;
+          }
+    }
+  }
+}
+
 // Positions past the exact-reduction limit (|theta| >= 2^24) take libm per pair: still the double formula.
 TEST_P(Kernels, CacheFreeBeyondTwoToThe24UsesExactReduction) {
   posenc::rope_config cfg;

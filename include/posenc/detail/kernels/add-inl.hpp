@@ -52,6 +52,8 @@ index_t zip_body(D d, index_t i, index_t m, const double* s, const double* c, do
   return i;
 }
 
+static_assert(sinusoid_chunk <= rope_chunk, "polar_stepper holds one chunk");
+
 /// out = in + T[p] (or out = T[p] when `in` has no data: a table) for every token: T[p, :] formed from sin
 /// and cos in double, the sum rounded to the storage type once. Chunks of pairs are the outer loop, so the
 /// frequencies are formed once per call, on the stack. A padding position gives a zero row.
@@ -64,8 +66,6 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
   const bool has_in = in.data() != nullptr;
   const bool in_place = has_in && static_cast<const void*>(in.data()) == static_cast<const void*>(out.data());
   alignas(64) double w[sinusoid_chunk];
-  alignas(64) double s[sinusoid_chunk];
-  alignas(64) double c[sinusoid_chunk];
   alignas(64) double v[2 * sinusoid_chunk];
   alignas(64) const double zeros[2 * sinusoid_chunk] = {};
   for (index_t b = 0; b < pairs; b += sinusoid_chunk) {
@@ -79,6 +79,9 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
     // Sequence-major order, and the row reused while the position repeats: with an offset (the same
     // positions in every sequence) sin/cos are formed once per position, not once per token.
     index_t last_p = -1;
+    polar_stepper stepper;  // float and narrower rows: angle addition between sincos anchors
+    const double* s = stepper.s;
+    const double* c = stepper.c;
     for (index_t l = 0; l < n_len; ++l) {
       for (index_t n = 0; n < n_batch; ++n) {
         const index_t p = pos.at(n, l);
@@ -88,10 +91,14 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
         if (!zero) {
           if (p != last_p) {
             last_p = p;
-            const double pd = static_cast<double>(p);
-            polar_fill(
-                0, m, pd * w_max, [&](auto dd, index_t i) { return mul(set1(dd, pd), load(dd, w + i)); },
-                [&](auto dd, index_t) { return set1(dd, 1.0); }, c, s);
+            if constexpr (std::is_same_v<T, double>) {  // double rows: a sincos per position
+              const double pd = static_cast<double>(p);
+              polar_fill(
+                  0, m, std::fabs(pd) * w_max, [&](auto dd, index_t i) { return mul(set1(dd, pd), load(dd, w + i)); },
+                  [&](auto dd, index_t) { return set1(dd, 1.0); }, stepper.c, stepper.s);
+            } else {
+              stepper.advance(w, w_max, p, m);
+            }
             if (!sp.concat) {  // interleaved: [s0, c0, s1, c1, ...]
               const index_t i = zip_body(simd::lanes<double, isa_tag>{}, 0, m, s, c, v);
               zip_body(simd::lanes<double, simd::scalar>{}, i, m, s, c, v);
