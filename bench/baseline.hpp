@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,6 +19,16 @@
 #include <benchmark/benchmark.h>
 
 namespace posenc_bench {
+
+/// n values uniform in [-1, 1) (drawn as float, converted to T), the same for every run.
+template <class T = float>
+std::vector<T> random_values(std::size_t n, unsigned seed = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<T> v(n);
+  for (T& x : v) x = T(u(gen));
+  return v;
+}
 
 /// x = x * a + b over n floats (baseline.cpp).
 void stream_fma(float* x, std::size_t n, float a, float b);

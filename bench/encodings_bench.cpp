@@ -4,7 +4,6 @@
 // [1, 4096, 32, 128]; the additive encodings on (N, L, D) = (8, 512, 768) (GPT-2 small) and (1, 4096, 1024);
 // T5 on [32, 512, 512]; layout conversion on [1, 4096, 32, 128].
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,19 +16,10 @@ namespace {
 
 using posenc::index_t;
 
-template <class T = float>
-std::vector<T> random_values(std::size_t n) {
-  std::mt19937 gen(3);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<T> v(n);
-  for (T& x : v) x = T(u(gen));
-  return v;
-}
-
 template <bool Causal>
 void BM_AlibiAdd(benchmark::State& state) {
   const index_t n = state.range(0), h = state.range(1), lq = state.range(2), lk = state.range(3);
-  auto scores = random_values(static_cast<std::size_t>(n * h * lq * lk));
+  auto scores = posenc_bench::random_values(static_cast<std::size_t>(n * h * lq * lk));
   posenc::alibi_config cfg;
   cfg.num_heads = h;
   posenc::strided_view<float, 4> v(scores.data(), {n, h, lq, lk});
@@ -45,7 +35,7 @@ void BM_Xpos(benchmark::State& state) {
   posenc::xpos_config cfg;
   cfg.head_dim = d;
   const posenc::xpos_plan plan(cfg);
-  auto x = random_values(static_cast<std::size_t>(n * l * h * d));
+  auto x = posenc_bench::random_values(static_cast<std::size_t>(n * l * h * d));
   posenc::strided_view<float, 4> v(x.data(), {n, l, h, d});
   posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
     posenc::apply_xpos(plan, v, posenc::positions::offset(0), l / 2, posenc::xpos_mode::upscale);
@@ -55,7 +45,7 @@ void BM_Xpos(benchmark::State& state) {
 
 void BM_SinusoidalAdd(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), d = state.range(2);
-  auto x = random_values(static_cast<std::size_t>(n * l * d));
+  auto x = posenc_bench::random_values(static_cast<std::size_t>(n * l * d));
   posenc::sinusoidal_config cfg;
   cfg.dim = d;
   posenc::strided_view<float, 3> v(x.data(), {n, l, d});
@@ -68,7 +58,7 @@ void BM_SinusoidalAdd(benchmark::State& state) {
 /// The sinusoidal module: its [max_len, D] buffer added (the table path of the additive encodings).
 void BM_SinusoidalTableAdd(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), d = state.range(2);
-  auto x = random_values(static_cast<std::size_t>(n * l * d));
+  auto x = posenc_bench::random_values(static_cast<std::size_t>(n * l * d));
   const posenc::sinusoidal_embedding<float> pe({d}, l + 1000);
   posenc::strided_view<float, 3> v(x.data(), {n, l, d});
   posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
@@ -79,7 +69,7 @@ void BM_SinusoidalTableAdd(benchmark::State& state) {
 
 void BM_LearnedAdd(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), d = state.range(2);
-  auto x = random_values(static_cast<std::size_t>(n * l * d));
+  auto x = posenc_bench::random_values(static_cast<std::size_t>(n * l * d));
   posenc::learned_config cfg;
   cfg.max_positions = l;
   cfg.dim = d;
@@ -107,7 +97,7 @@ void BM_T5Bias(benchmark::State& state) {
 
 void BM_ConvertRopeLayout(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
-  const auto in = random_values(static_cast<std::size_t>(n * l * h * d));
+  const auto in = posenc_bench::random_values(static_cast<std::size_t>(n * l * h * d));
   std::vector<float> out(in.size());
   posenc::strided_view<const float, 4> vi(in.data(), {n, l, h, d});
   posenc::strided_view<float, 4> vo(out.data(), {n, l, h, d});

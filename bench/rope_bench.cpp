@@ -5,7 +5,6 @@
 // Shapes (N, L, H, D): [1, 4096, 32, 128] (64 MiB in float: past every cache) and one token [1, 1, 32, 128].
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,15 +28,6 @@ namespace {
 
 using posenc::index_t;
 
-template <class T>
-std::vector<T> random_tensor(std::size_t n) {
-  std::mt19937 gen(1);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<T> v(n);
-  for (T& x : v) x = T(u(gen));
-  return v;
-}
-
 posenc::rope_plan bench_plan(posenc::rope_style style, index_t d = 128) {
   posenc::rope_config cfg;
   cfg.head_dim = d;
@@ -54,7 +44,7 @@ void BM_Rope(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
   const auto plan = bench_plan(Style, d);
   const posenc::rope_cache<std::conditional_t<std::is_same_v<T, double>, double, float>> cache(plan, l + 4096);
-  auto x = random_tensor<T>(static_cast<std::size_t>(n * l * h * d));
+  auto x = posenc_bench::random_values<T>(static_cast<std::size_t>(n * l * h * d));
   posenc::strided_view<T, 4> v(x.data(), {n, l, h, d});
   posenc_bench::run_paired(state, x.size() * sizeof(T), [&] {
     if constexpr (Cache) posenc::apply_rope(cache, v, kPos);
@@ -69,7 +59,7 @@ void BM_RopeIntoCache(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
   const auto plan = bench_plan(posenc::rope_style::half_split, d);
   const posenc::rope_cache<float> cache(plan, l + 4096);
-  const auto in = random_tensor<float>(static_cast<std::size_t>(n * l * h * d));
+  const auto in = posenc_bench::random_values<float>(static_cast<std::size_t>(n * l * h * d));
   std::vector<T> out(in.size());
   posenc::strided_view<const float, 4> vi(in.data(), {n, l, h, d});
   posenc::strided_view<T, 4> vo(out.data(), {n, l, h, d});
@@ -85,7 +75,7 @@ void BM_RopeDecodeFusedQk(benchmark::State& state) {
   const index_t hq = 32, hk = 8, d = 128, row = (hq + 2 * hk) * d;
   const auto plan = bench_plan(posenc::rope_style::half_split);
   const posenc::rope_cache<float> cache(plan, 8192);
-  auto qkv = random_tensor<float>(static_cast<std::size_t>(row));
+  auto qkv = posenc_bench::random_values<float>(static_cast<std::size_t>(row));
   posenc::strided_view<float, 4> q(qkv.data(), {1, 1, hq, d}, {row, row, d, 1});
   posenc::strided_view<float, 4> k(qkv.data() + hq * d, {1, 1, hk, d}, {row, row, d, 1});
   posenc_bench::run_paired(state, static_cast<std::size_t>((hq + hk) * d) * sizeof(float), [&] {
@@ -101,7 +91,7 @@ void BM_Mrope(benchmark::State& state) {
   const posenc::mrope_plan mp(bench_plan(posenc::rope_style::half_split, d), {16, 24, 24}, posenc::mrope_layout::chunked);
   std::vector<std::int64_t> thw(static_cast<std::size_t>(3 * l));
   for (std::size_t i = 0; i < thw.size(); ++i) thw[i] = static_cast<std::int64_t>(i % static_cast<std::size_t>(l));
-  auto x = random_tensor<float>(static_cast<std::size_t>(l * h * d));
+  auto x = posenc_bench::random_values<float>(static_cast<std::size_t>(l * h * d));
   posenc::strided_view<float, 4> v(x.data(), {1, l, h, d});
   posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
     posenc::apply_mrope(mp, v, posenc::mrope_positions::shared(thw.data(), l));
@@ -112,7 +102,7 @@ void BM_Mrope(benchmark::State& state) {
 void BM_ShiftRope(benchmark::State& state) {
   const index_t l = state.range(1), h = state.range(2), d = state.range(3);
   const auto plan = bench_plan(posenc::rope_style::half_split, d);
-  auto x = random_tensor<float>(static_cast<std::size_t>(l * h * d));
+  auto x = posenc_bench::random_values<float>(static_cast<std::size_t>(l * h * d));
   posenc::strided_view<float, 4> v(x.data(), {1, l, h, d});
   posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
     posenc::shift_rope(plan, v, -256);
@@ -127,7 +117,7 @@ void BM_RopeThreads(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(4));
   const auto plan = bench_plan(posenc::rope_style::half_split, d);
   const posenc::rope_cache<float> cache(plan, l + 4096);
-  auto x = random_tensor<float>(static_cast<std::size_t>(l * h * d));
+  auto x = posenc_bench::random_values<float>(static_cast<std::size_t>(l * h * d));
   posenc::strided_view<float, 4> v(x.data(), {1, l, h, d});
   posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
     std::vector<std::thread> pool;

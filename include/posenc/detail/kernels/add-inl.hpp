@@ -92,10 +92,7 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
           if (p != last_p) {
             last_p = p;
             if constexpr (std::is_same_v<T, double>) {  // double rows: a sincos per position
-              const double pd = static_cast<double>(p);
-              polar_fill(
-                  0, m, std::fabs(pd) * w_max, [&](auto dd, index_t i) { return mul(set1(dd, pd), load(dd, w + i)); },
-                  [&](auto dd, index_t) { return set1(dd, 1.0); }, stepper.c, stepper.s);
+              stepper.exact(w, w_max, p, m);
             } else {
               stepper.advance(w, w_max, p, m);
             }

@@ -226,15 +226,21 @@ struct polar_stepper {
     rotate_body(simd::lanes<double, simd::scalar>{}, i, m, cw, sw, c, s);
   }
 
+  /// c, s = cos, sin of p * w_i by sincos (no stepping; the double paths call this for every position).
+  void exact(const double* w, double w_max, index_t p, index_t m) {
+    const double pd = static_cast<double>(p);
+    polar_fill(
+        0, m, std::fabs(pd) * w_max, [&](auto d, index_t i) { return mul(set1(d, pd), load(d, w + i)); },
+        [&](auto d, index_t) { return set1(d, 1.0); }, c, s);
+    valid = false;
+  }
+
   void advance(const double* w, double w_max, index_t p, index_t m) {
     const index_t r = (p % polar_anchor_period + polar_anchor_period) % polar_anchor_period;
     if (valid && r != 0 && p == last + 1) {
       rotate(w, w_max, m);
     } else {
-      const double a = static_cast<double>(p - r);
-      polar_fill(
-          0, m, std::fabs(a) * w_max, [&](auto d, index_t i) { return mul(set1(d, a), load(d, w + i)); },
-          [&](auto d, index_t) { return set1(d, 1.0); }, c, s);
+      exact(w, w_max, p - r, m);
       for (index_t k = 0; k < r; ++k) rotate(w, w_max, m);
     }
     last = p;
