@@ -14,8 +14,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <Eigen/Core>
-
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/kernels/kernels.hpp"
@@ -24,6 +22,7 @@
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
+#include "posenc/storage.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -61,9 +60,7 @@ struct alibi_config {
 namespace detail {
 
 template <class T>
-inline constexpr bool is_alibi_dtype_v =
-    std::is_same_v<std::remove_cv_t<T>, float> || std::is_same_v<std::remove_cv_t<T>, double> ||
-    std::is_same_v<std::remove_cv_t<T>, Eigen::half> || std::is_same_v<std::remove_cv_t<T>, Eigen::bfloat16>;
+inline constexpr bool is_alibi_dtype_v = is_storage_v<T>;
 
 /// Validates a configuration; returns the global head range [begin, end).
 inline std::array<index_t, 2> check_alibi_config(const char* fn, const alibi_config& cfg) {
@@ -91,7 +88,7 @@ template <class T, std::size_t R>
 strided_view<T, 4> as_scores_view(const strided_view<T, R>& v) {
   static_assert(R == 3 || R == 4, "posenc: attention scores are [N, H, Lq, Lk] or [H, Lq, Lk]");
   static_assert(!std::is_const_v<T>, "posenc: the attention scores must be writable");
-  static_assert(is_alibi_dtype_v<T>, "posenc: scores of float, double, Eigen::half or Eigen::bfloat16");
+  static_assert(is_alibi_dtype_v<T>, "posenc: scores of float, double or a 16-bit storage type (posenc/storage.hpp)");
   if constexpr (R == 4) {
     return v;
   } else {
@@ -184,7 +181,7 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
   using T = typename V::element_type;
   static_assert(V::rank == 1, "posenc::alibi_slopes: the output is a rank-1 [H_local] tensor");
   static_assert(!std::is_const_v<T>, "posenc::alibi_slopes: the output must be writable");
-  static_assert(detail::is_alibi_dtype_v<T>, "posenc::alibi_slopes: float, double, Eigen::half or Eigen::bfloat16");
+  static_assert(detail::is_alibi_dtype_v<T>, "posenc::alibi_slopes: float, double or a 16-bit storage type");
   const auto r = detail::check_alibi_config(fn, cfg);
   detail::check_view(fn, "out", v, true);
   if (v.extent(0) != r[1] - r[0])

@@ -21,9 +21,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <unsupported/Eigen/CXX11/Tensor>
-
 #include "posenc/config.hpp"
+#include "posenc/eigen.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/math/rotate.hpp"
 #include "posenc/detail/math/scaling.hpp"

@@ -28,9 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include <unsupported/Eigen/CXX11/Tensor>
-
 #include "posenc/config.hpp"
+#include "posenc/eigen.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/tensor_view.hpp"
 
@@ -460,26 +459,7 @@ constexpr const char* npy_dtype_of() {
   else return nullptr;
 }
 
-/// IEEE binary16 bits to float (exact: every half is a float). Written out rather than Eigen::numext::bit_cast,
-/// which Eigen 3.3 lacks.
-inline float half_bits_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu;
-  const std::uint32_t man = h & 0x3ffu;
-  std::uint32_t bits = 0;
-  if (exp == 0) {
-    const float sub = static_cast<float>(man) * 0x1.0p-24f;  // zero or subnormal: man * 2^-24, exact
-    std::memcpy(&bits, &sub, sizeof bits);
-    bits |= sign;
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (man << 13);  // inf, NaN (payload kept)
-  } else {
-    bits = sign | ((exp + 112u) << 23) | (man << 13);
-  }
-  float f = 0;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
+using math::half_bits_to_float;
 
 inline std::string npy_shape_text(const std::vector<index_t>& shape) {
   std::string s = "(";

@@ -7,6 +7,7 @@
 #include "posenc/compat.hpp"       // IWYU pragma: export
 #include "posenc/config.hpp"       // IWYU pragma: export
 #include "posenc/dispatch.hpp"     // IWYU pragma: export
+#include "posenc/eigen.hpp"        // IWYU pragma: export
 #include "posenc/error.hpp"        // IWYU pragma: export
 #include "posenc/learned.hpp"      // IWYU pragma: export
 #include "posenc/mrope.hpp"        // IWYU pragma: export
@@ -16,6 +17,8 @@
 #include "posenc/rope_ops.hpp"     // IWYU pragma: export
 #include "posenc/rope_scaling.hpp" // IWYU pragma: export
 #include "posenc/sinusoidal.hpp"   // IWYU pragma: export
+#include "posenc/status.hpp"       // IWYU pragma: export
+#include "posenc/storage.hpp"      // IWYU pragma: export
 #include "posenc/tensor_view.hpp"  // IWYU pragma: export
 #include "posenc/version.hpp"      // IWYU pragma: export
 #include "posenc/xpos.hpp"         // IWYU pragma: export

@@ -177,7 +177,7 @@ auto make_target(In&& in, Out&& out) {
   using I = std::remove_const_t<typename decltype(vi)::element_type>;
   static_assert(!std::is_const_v<O>, "posenc: the output tensor must be writable");
   static_assert(simd::is_storage_v<I> && simd::is_storage_v<O>,
-                "posenc: tensors of float, double, Eigen::half or Eigen::bfloat16");
+                "posenc: tensors of float, double or a 16-bit storage type (posenc/storage.hpp)");
   return rope_io<I, O>{strided_view<const I, 4>(vi), vo};
 }
 

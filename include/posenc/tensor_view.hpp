@@ -1,15 +1,14 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 //
 // strided_view: a non-owning pointer + extents + strides over caller memory (the subset of std::mdspan with
-// layout_stride that kernels need), and the adapters from Eigen::Tensor / Eigen::TensorMap.
+// layout_stride that kernels need), and view_adapter, the customisation point through which other tensor types
+// (Eigen::Tensor / TensorMap in posenc/eigen.hpp, an engine's own) are accepted wherever a view is.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-
-#include <unsupported/Eigen/CXX11/Tensor>
 
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
@@ -122,47 +121,25 @@ enum class layout {
   ld,    ///< (sequence, dim)
 };
 
+/// Specialise to accept another tensor type wherever a strided_view is: `static auto view(X& t)` returns the
+/// strided_view of `t` (same memory, same index order; a const tensor gives a view of const elements).
+/// posenc/eigen.hpp specialises it for Eigen::Tensor and Eigen::TensorMap.
+template <class Tensor, class = void>
+struct view_adapter {
+  static constexpr bool enabled = false;
+};
+
 namespace detail {
-
-template <class T>
-struct eigen_tensor_traits : std::false_type {};
-
-template <class Scalar, int Rank, int Options, class Index>
-struct eigen_tensor_traits<Eigen::Tensor<Scalar, Rank, Options, Index>> : std::true_type {
-  using scalar = Scalar;
-  static constexpr int rank = Rank;
-  static constexpr bool row_major = (Options & Eigen::RowMajor) != 0;
-};
-template <class Scalar, int Rank, int Options, class Index>
-struct eigen_tensor_traits<const Eigen::Tensor<Scalar, Rank, Options, Index>>
-    : eigen_tensor_traits<Eigen::Tensor<Scalar, Rank, Options, Index>> {
-  using scalar = const Scalar;
-};
-template <class Plain, int MapOptions, template <class> class MakePointer>
-struct eigen_tensor_traits<Eigen::TensorMap<Plain, MapOptions, MakePointer>> : eigen_tensor_traits<Plain> {};
-
-template <class T>
-inline constexpr bool is_eigen_tensor_v = eigen_tensor_traits<std::remove_cv_t<std::remove_reference_t<T>>>::value;
-
+template <class X>
+using adapter_of = view_adapter<std::remove_cv_t<std::remove_reference_t<X>>>;
+template <class X>
+inline constexpr bool has_view_adapter_v = adapter_of<X>::enabled;
 }  // namespace detail
 
-/// The strided view of an Eigen::Tensor or Eigen::TensorMap (row- or column-major): same memory, same
-/// index order. A const Tensor (or a TensorMap of a const Tensor) gives a view of const elements.
-template <class Tensor, class = std::enable_if_t<detail::is_eigen_tensor_v<Tensor>>>
+/// The strided view of a tensor type with a view_adapter (an Eigen tensor once posenc/eigen.hpp is included).
+template <class Tensor, class = std::enable_if_t<detail::has_view_adapter_v<Tensor>>>
 auto as_view(Tensor&& t) {
-  using traits = detail::eigen_tensor_traits<std::remove_cv_t<std::remove_reference_t<Tensor>>>;
-  using elem = std::remove_pointer_t<decltype(t.data())>;
-  constexpr std::size_t rank = static_cast<std::size_t>(traits::rank);
-  std::array<index_t, rank> ext{};
-  std::array<index_t, rank> str{};
-  index_t s = 1;
-  for (std::size_t k = 0; k < rank; ++k) {
-    const std::size_t d = traits::row_major ? rank - 1 - k : k;
-    ext[d] = static_cast<index_t>(t.dimension(static_cast<Eigen::Index>(d)));
-    str[d] = s;
-    s *= ext[d];
-  }
-  return strided_view<elem, rank>(t.data(), ext, str);
+  return detail::adapter_of<Tensor>::view(t);
 }
 
 template <class T, std::size_t R>

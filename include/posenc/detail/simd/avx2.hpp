@@ -9,8 +9,6 @@
 
 #include <cstdint>
 
-#include <Eigen/Core>
-
 #include "posenc/config.hpp"
 #include "posenc/detail/simd/targets.hpp"
 
@@ -31,7 +29,7 @@ struct vec<double, avx2> {
 
 namespace avx2_detail {
 // bfloat16 is the high half of a float: widening is a zero-extension and a 16-bit shift, exact.
-inline __m128 bf16x4_to_ps(const Eigen::bfloat16* p) {
+inline __m128 bf16x4_to_ps(const void* p) {
   return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))), 16));
 }
 // Round to nearest even on the integer pattern (bits + 0x7fff + lsb of the kept part, then >> 16), as
@@ -64,33 +62,41 @@ inline void store_u16x4(__m128i r, void* p) { _mm_storel_epi64(static_cast<__m12
 // ---- load / store ----------------------------------------------------------------------------------------
 
 inline vec<float, avx2> load(lanes<float, avx2>, const float* p) { return {_mm256_loadu_ps(p)}; }
-inline vec<float, avx2> load(lanes<float, avx2>, const Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline vec<float, avx2> load(lanes<float, avx2>, const S* p) {
   return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
 }
-inline vec<float, avx2> load(lanes<float, avx2>, const Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline vec<float, avx2> load(lanes<float, avx2>, const S* p) {
   const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return {_mm256_castsi256_ps(_mm256_slli_epi32(w, 16))};
 }
 inline vec<double, avx2> load(lanes<double, avx2>, const double* p) { return {_mm256_loadu_pd(p)}; }
 inline vec<double, avx2> load(lanes<double, avx2>, const float* p) { return {_mm256_cvtps_pd(_mm_loadu_ps(p))}; }
-inline vec<double, avx2> load(lanes<double, avx2>, const Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline vec<double, avx2> load(lanes<double, avx2>, const S* p) {
   return {_mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))))};
 }
-inline vec<double, avx2> load(lanes<double, avx2>, const Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline vec<double, avx2> load(lanes<double, avx2>, const S* p) {
   return {_mm256_cvtps_pd(avx2_detail::bf16x4_to_ps(p))};
 }
 
 inline void store(vec<float, avx2> x, float* p) { _mm256_storeu_ps(p, x.v); }
-inline void store(vec<float, avx2> x, Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline void store(vec<float, avx2> x, S* p) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(x.v, _MM_FROUND_TO_NEAREST_INT));
 }
-inline void store(vec<float, avx2> x, Eigen::bfloat16* p) { avx2_detail::store_u16x8(avx2_detail::bf16_round(x.v), p); }
+template <class S, if_bf16<S> = 0>
+inline void store(vec<float, avx2> x, S* p) { avx2_detail::store_u16x8(avx2_detail::bf16_round(x.v), p); }
 inline void store(vec<double, avx2> x, double* p) { _mm256_storeu_pd(p, x.v); }
 inline void store(vec<double, avx2> x, float* p) { _mm_storeu_ps(p, _mm256_cvtpd_ps(x.v)); }
-inline void store(vec<double, avx2> x, Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline void store(vec<double, avx2> x, S* p) {
   _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_cvtps_ph(_mm256_cvtpd_ps(x.v), _MM_FROUND_TO_NEAREST_INT));
 }
-inline void store(vec<double, avx2> x, Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline void store(vec<double, avx2> x, S* p) {
   avx2_detail::store_u16x4(avx2_detail::bf16_round(_mm256_cvtpd_ps(x.v)), p);
 }
 

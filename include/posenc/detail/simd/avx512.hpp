@@ -12,8 +12,6 @@
 
 #include <cstdint>
 
-#include <Eigen/Core>
-
 #include "posenc/config.hpp"
 #include "posenc/detail/simd/targets.hpp"
 
@@ -59,7 +57,7 @@ inline __m256i bf16_round(__m256 x) {
                                        _mm256_set1_epi32(0x7fc0));
   return _mm256_mask_blend_epi32(_mm256_cmp_ps_mask(x, x, _CMP_UNORD_Q), rounded, qnan);
 }
-inline __m256 bf16x8_to_ps(const Eigen::bfloat16* p) {
+inline __m256 bf16x8_to_ps(const void* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
 }
 }  // namespace avx512_detail
@@ -67,35 +65,43 @@ inline __m256 bf16x8_to_ps(const Eigen::bfloat16* p) {
 // ---- load / store ----------------------------------------------------------------------------------------
 
 inline vec<float, avx512> load(lanes<float, avx512>, const float* p) { return {_mm512_loadu_ps(p)}; }
-inline vec<float, avx512> load(lanes<float, avx512>, const Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline vec<float, avx512> load(lanes<float, avx512>, const S* p) {
   return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
 }
-inline vec<float, avx512> load(lanes<float, avx512>, const Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline vec<float, avx512> load(lanes<float, avx512>, const S* p) {
   const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return {_mm512_castsi512_ps(_mm512_slli_epi32(w, 16))};
 }
 inline vec<double, avx512> load(lanes<double, avx512>, const double* p) { return {_mm512_loadu_pd(p)}; }
 inline vec<double, avx512> load(lanes<double, avx512>, const float* p) { return {_mm512_cvtps_pd(_mm256_loadu_ps(p))}; }
-inline vec<double, avx512> load(lanes<double, avx512>, const Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline vec<double, avx512> load(lanes<double, avx512>, const S* p) {
   return {_mm512_cvtps_pd(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))))};
 }
-inline vec<double, avx512> load(lanes<double, avx512>, const Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline vec<double, avx512> load(lanes<double, avx512>, const S* p) {
   return {_mm512_cvtps_pd(avx512_detail::bf16x8_to_ps(p))};
 }
 
 inline void store(vec<float, avx512> x, float* p) { _mm512_storeu_ps(p, x.v); }
-inline void store(vec<float, avx512> x, Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline void store(vec<float, avx512> x, S* p) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(x.v, _MM_FROUND_TO_NEAREST_INT));
 }
-inline void store(vec<float, avx512> x, Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline void store(vec<float, avx512> x, S* p) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(avx512_detail::bf16_round(x.v)));
 }
 inline void store(vec<double, avx512> x, double* p) { _mm512_storeu_pd(p, x.v); }
 inline void store(vec<double, avx512> x, float* p) { _mm256_storeu_ps(p, _mm512_cvtpd_ps(x.v)); }
-inline void store(vec<double, avx512> x, Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline void store(vec<double, avx512> x, S* p) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(_mm512_cvtpd_ps(x.v), _MM_FROUND_TO_NEAREST_INT));
 }
-inline void store(vec<double, avx512> x, Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline void store(vec<double, avx512> x, S* p) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtepi32_epi16(avx512_detail::bf16_round(_mm512_cvtpd_ps(x.v))));
 }
 

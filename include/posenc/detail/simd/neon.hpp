@@ -12,8 +12,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include <Eigen/Core>
-
 #include "posenc/config.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -58,35 +56,43 @@ inline float32x4_t bf16x4_to_ps(uint16x4_t h) { return vreinterpretq_f32_u32(vsh
 // ---- load / store ----------------------------------------------------------------------------------------
 
 inline vec<float, neon> load(lanes<float, neon>, const float* p) { return {vld1q_f32(p)}; }
-inline vec<float, neon> load(lanes<float, neon>, const Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline vec<float, neon> load(lanes<float, neon>, const S* p) {
   return {neon_detail::half4_to_ps(vld1_u16(reinterpret_cast<const std::uint16_t*>(p)))};
 }
-inline vec<float, neon> load(lanes<float, neon>, const Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline vec<float, neon> load(lanes<float, neon>, const S* p) {
   return {neon_detail::bf16x4_to_ps(vld1_u16(reinterpret_cast<const std::uint16_t*>(p)))};
 }
 inline vec<double, neon> load(lanes<double, neon>, const double* p) { return {vld1q_f64(p)}; }
 inline vec<double, neon> load(lanes<double, neon>, const float* p) { return {vcvt_f64_f32(vld1_f32(p))}; }
-inline vec<double, neon> load(lanes<double, neon>, const Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline vec<double, neon> load(lanes<double, neon>, const S* p) {
   return {vcvt_f64_f32(vget_low_f32(neon_detail::half4_to_ps(neon_detail::load_u16x2(p))))};
 }
-inline vec<double, neon> load(lanes<double, neon>, const Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline vec<double, neon> load(lanes<double, neon>, const S* p) {
   return {vcvt_f64_f32(vget_low_f32(neon_detail::bf16x4_to_ps(neon_detail::load_u16x2(p))))};
 }
 
 inline void store(vec<float, neon> x, float* p) { vst1q_f32(p, x.v); }
-inline void store(vec<float, neon> x, Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline void store(vec<float, neon> x, S* p) {
   vst1_u16(reinterpret_cast<std::uint16_t*>(p), neon_detail::ps_to_half4(x.v));
 }
-inline void store(vec<float, neon> x, Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline void store(vec<float, neon> x, S* p) {
   vst1_u16(reinterpret_cast<std::uint16_t*>(p), neon_detail::bf16_round(x.v));
 }
 inline void store(vec<double, neon> x, double* p) { vst1q_f64(p, x.v); }
 inline void store(vec<double, neon> x, float* p) { vst1_f32(p, vcvt_f32_f64(x.v)); }
-inline void store(vec<double, neon> x, Eigen::half* p) {
+template <class S, if_f16<S> = 0>
+inline void store(vec<double, neon> x, S* p) {
   const float32x2_t f = vcvt_f32_f64(x.v);
   neon_detail::store_u16x2(neon_detail::ps_to_half4(vcombine_f32(f, f)), p);
 }
-inline void store(vec<double, neon> x, Eigen::bfloat16* p) {
+template <class S, if_bf16<S> = 0>
+inline void store(vec<double, neon> x, S* p) {
   const float32x2_t f = vcvt_f32_f64(x.v);
   neon_detail::store_u16x2(neon_detail::bf16_round(vcombine_f32(f, f)), p);
 }

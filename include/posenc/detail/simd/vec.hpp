@@ -11,8 +11,8 @@
 // Simd<T, N> tags), ops on vectors find the ISA from their arguments by argument-dependent lookup.
 //   V::width                                    lanes per vector
 //   -- load / store --
-//   load(lanes<float, I>, const S*)   -> V      S = float, Eigen::half, Eigen::bfloat16: width elements, widened
-//   load(lanes<double, I>, const S*)  -> V      S = double, float, Eigen::half, Eigen::bfloat16        (exact)
+//   load(lanes<float, I>, const S*)   -> V      S = float or a 16-bit type (storage.hpp): width elements, widened
+//   load(lanes<double, I>, const S*)  -> V      S = double, float, 16-bit                            (exact)
 //   store(V, S*)                                 the same S: round to nearest even (double to half/bfloat16
 //                                                through float, as store_as), NaN stays NaN, overflow to inf
 //   load_dup_pairs(lanes<A, I>, const A*) -> V  width/2 values, each twice: c0 c0 c1 c1 ...
@@ -40,10 +40,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include <Eigen/Core>
-
 #include "posenc/config.hpp"
+#include "posenc/detail/math/half.hpp"
 #include "posenc/detail/simd/targets.hpp"
+#include "posenc/storage.hpp"
 
 POSENC_BEGIN_NAMESPACE
 namespace detail::simd {
@@ -73,7 +73,7 @@ template <class A, class Isa>
 struct vec;
 
 /// Arithmetic type of a kernel over storage type T: double for double, float for everything narrower
-/// (Eigen::half and Eigen::bfloat16 are widened on load and rounded once on store).
+/// (16-bit types are widened on load and rounded once on store).
 template <class T>
 using acc_t = std::conditional_t<std::is_same_v<std::remove_cv_t<T>, double>, double, float>;
 
@@ -81,28 +81,38 @@ using acc_t = std::conditional_t<std::is_same_v<std::remove_cv_t<T>, double>, do
 template <class In, class Out>
 using acc2_t = std::conditional_t<std::is_same_v<acc_t<In>, double> || std::is_same_v<acc_t<Out>, double>, double, float>;
 
+/// 16-bit storage (storage_format f16 or bf16, posenc/storage.hpp).
 template <class T>
-inline constexpr bool is_narrow_float_v =
-    std::is_same_v<std::remove_cv_t<T>, Eigen::half> || std::is_same_v<std::remove_cv_t<T>, Eigen::bfloat16>;
+inline constexpr bool is_narrow_float_v = detail::is_f16_v<T> || detail::is_bf16_v<T>;
 
 /// The storage types the vector ops load and store.
 template <class T>
-inline constexpr bool is_storage_v = std::is_same_v<std::remove_cv_t<T>, float> ||
-                                     std::is_same_v<std::remove_cv_t<T>, double> || is_narrow_float_v<T>;
+inline constexpr bool is_storage_v = detail::is_storage_v<T>;
+
+/// Constraints of the ISA files' 16-bit load/store overloads: any type declared f16 or bf16 in storage_traits.
+template <class S>
+using if_f16 = std::enable_if_t<detail::is_f16_v<S>, int>;
+template <class S>
+using if_bf16 = std::enable_if_t<detail::is_bf16_v<S>, int>;
 
 template <class A, class T>
 POSENC_HOST_DEVICE inline A load_as(const T& v) {
-  if constexpr (is_narrow_float_v<T>) {
-    return static_cast<A>(static_cast<float>(v));
+  if constexpr (detail::is_f16_v<T>) {
+    return static_cast<A>(math::half_bits_to_float(bits16(v)));
+  } else if constexpr (detail::is_bf16_v<T>) {
+    return static_cast<A>(math::bf16_bits_to_float(bits16(v)));
   } else {
     return static_cast<A>(v);
   }
 }
 
+/// Double to a 16-bit type rounds through float (two roundings, as Eigen's half(double) and the vector stores).
 template <class T, class A>
 POSENC_HOST_DEVICE inline T store_as(A v) {
-  if constexpr (is_narrow_float_v<T>) {
-    return T(static_cast<float>(v));
+  if constexpr (detail::is_f16_v<T>) {
+    return from_bits16<T>(math::float_to_half_bits(static_cast<float>(v)));
+  } else if constexpr (detail::is_bf16_v<T>) {
+    return from_bits16<T>(math::float_to_bf16_bits(static_cast<float>(v)));
   } else {
     return static_cast<T>(v);
   }
