@@ -183,7 +183,7 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
   static_assert(!std::is_const_v<T>, "posenc::alibi_slopes: the output must be writable");
   static_assert(detail::is_alibi_dtype_v<T>, "posenc::alibi_slopes: float, double or a 16-bit storage type");
   const auto r = detail::check_alibi_config(fn, cfg);
-  detail::check_view(fn, "out", v, true);
+  detail::throw_if_error(detail::check_view(fn, "out", v, true));
   if (v.extent(0) != r[1] - r[0])
     detail::throw_invalid_argument(fn, "out length=", v.extent(0), " does not match the ", r[1] - r[0],
                                    " local heads [", r[0], ", ", r[1], ")");
@@ -217,7 +217,7 @@ void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alib
   static_assert(decltype(v)::rank == 3, "posenc::alibi_bias: the output is a rank-3 [H_local, Lq, Lk] tensor");
   const auto r = detail::check_alibi_config(fn, cfg);
   detail::check_alibi_mask(fn, mask);
-  detail::check_view(fn, "out", v, true);
+  detail::throw_if_error(detail::check_view(fn, "out", v, true));
   const auto v4 = detail::as_scores_view(v);
   const positions pos = positions::offset(query_offset);
   if (!detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos)) return;
@@ -257,7 +257,7 @@ void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_
   const auto sv = as_view(std::forward<X>(scores));
   const auto r = detail::check_alibi_config(fn, cfg);
   detail::check_alibi_mask(fn, mask);
-  detail::check_view(fn, "scores", sv, true);
+  detail::throw_if_error(detail::check_view(fn, "scores", sv, true));
   const auto v = detail::as_scores_view(sv);
   if (!detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos)) return;
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
@@ -294,8 +294,8 @@ void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positio
   detail::check_alibi_mask(fn, mask);
   if (form != alibi_form::linear && form != alibi_form::symmetric)
     detail::throw_invalid_argument(fn, "form=", static_cast<int>(form), " is not an alibi_form");
-  detail::check_view(fn, "scores", scores_view, true);
-  detail::check_view(fn, "slopes", sv, false);
+  detail::throw_if_error(detail::check_view(fn, "scores", scores_view, true));
+  detail::throw_if_error(detail::check_view(fn, "slopes", sv, false));
   using A = std::array<index_t, 2>;
   strided_view<const E, 2> s2;
   if constexpr (SV::rank == 1) {

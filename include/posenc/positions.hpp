@@ -6,13 +6,14 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
+#include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
 
 class positions;
 namespace detail {
-index_t validate_positions(const char* fn, const positions& p, index_t n, index_t l);
+status validate_positions(const char* fn, const positions& p, index_t n, index_t l, index_t& max_pos);
 }
 
 /// The position of every token of an (N, L, ...) tensor, in one of three forms. Non-owning: the arrays must
@@ -70,16 +71,23 @@ class positions {
   /// posenc::apply_rope(cache, q.slice(1, l0, l1 - l0), pos.slice(0, N, l0, l1 - l0));
   /// ```
   positions slice(index_t n_begin, index_t n_count, index_t l_begin, index_t l_count) const {
+    positions p;
+    detail::throw_if_error(try_slice(n_begin, n_count, l_begin, l_count, p));
+    return p;
+  }
+
+  /// slice without exceptions: `out` is set on success, untouched on error.
+  status try_slice(index_t n_begin, index_t n_count, index_t l_begin, index_t l_count, positions& out) const noexcept {
     constexpr const char* fn = "positions::slice";
     if (n_begin < 0 || n_count < 0 || l_begin < 0 || l_count < 0)
-      detail::throw_invalid_argument(fn, "(n_begin, n_count, l_begin, l_count)=(", n_begin, ", ", n_count, ", ", l_begin,
+      return detail::fail(fn, "(n_begin, n_count, l_begin, l_count)=(", n_begin, ", ", n_count, ", ", l_begin,
                                      ", ", l_count, ") must be >= 0");
     if (form_ != form::offset && n_begin > count_ - n_count)
-      detail::throw_invalid_argument(fn, "sequences [", n_begin, ", ", n_begin, " + ", n_count, ") leave the batch of ", count_);
+      return detail::fail(fn, "sequences [", n_begin, ", ", n_begin, " + ", n_count, ") leave the batch of ", count_);
     if (form_ == form::per_token && l_begin > length_ - l_count)
-      detail::throw_invalid_argument(fn, "tokens [", l_begin, ", ", l_begin, " + ", l_count, ") leave the length ", length_);
+      return detail::fail(fn, "tokens [", l_begin, ", ", l_begin, " + ", l_count, ") leave the length ", length_);
     if (start_ > std::numeric_limits<index_t>::max() - l_begin)
-      detail::throw_invalid_argument(fn, "l_begin=", l_begin, " past offset ", start_, " overflows int64");
+      return detail::fail(fn, "l_begin=", l_begin, " past offset ", start_, " overflows int64");
     positions p = *this;
     switch (form_) {
       case form::offset:
@@ -96,7 +104,8 @@ class positions {
         p.length_ = l_count;
         break;
     }
-    return p;
+    out = p;
+    return {};
   }
 
   index_t count() const { return count_; }
@@ -121,7 +130,7 @@ class positions {
     if (p32_) p32_ += elements;
   }
   bool has_data() const { return p64_ != nullptr || p32_ != nullptr; }
-  friend index_t detail::validate_positions(const char*, const positions&, index_t, index_t);
+  friend status detail::validate_positions(const char*, const positions&, index_t, index_t, index_t&);
 
   form form_ = form::offset;
   index_t start_ = 0;
@@ -133,44 +142,51 @@ class positions {
 };
 
 namespace detail {
-/// Checks `p` against a batch of N sequences of L tokens; returns the largest position (-1 when empty).
-inline index_t validate_positions(const char* fn, const positions& p, index_t n, index_t l) {
+/// Checks `p` against a batch of N sequences of L tokens; sets `max_pos` to the largest position (-1 when empty).
+inline status validate_positions(const char* fn, const positions& p, index_t n, index_t l, index_t& max_pos) {
   constexpr index_t big = std::numeric_limits<index_t>::max();
   // Form, shape and signs are checked even for an empty batch (N or L = 0); values are read only where they
   // exist. The largest position is -1 when there is no token.
   const index_t last = l > 0 ? l - 1 : 0;
-  index_t max_pos = -1;
+  max_pos = -1;
   switch (p.form_) {
     case positions::form::offset:
-      if (p.start_ < 0) throw_invalid_argument(fn, "positions offset=", p.start_, " must be >= 0");
-      if (p.start_ > big - last) throw_invalid_argument(fn, "positions offset=", p.start_, " + length ", l, " overflows int64");
+      if (p.start_ < 0) return fail(fn, "positions offset=", p.start_, " must be >= 0");
+      if (p.start_ > big - last) return fail(fn, "positions offset=", p.start_, " + length ", l, " overflows int64");
       if (n > 0 && l > 0) max_pos = p.start_ + last;
       break;
     case positions::form::per_sequence:
-      if (p.count_ != n) throw_invalid_argument(fn, "positions per_sequence count=", p.count_, " does not match batch N=", n);
-      if (n > 0 && !p.has_data()) throw_invalid_argument(fn, "positions per_sequence offsets are null");
+      if (p.count_ != n) return fail(fn, "positions per_sequence count=", p.count_, " does not match batch N=", n);
+      if (n > 0 && !p.has_data()) return fail(fn, "positions per_sequence offsets are null");
       for (index_t i = 0; i < n; ++i) {
         const index_t v = p.value(i);
-        if (v < 0) throw_invalid_argument(fn, "positions offset[", i, "]=", v, " must be >= 0");
+        if (v < 0) return fail(fn, "positions offset[", i, "]=", v, " must be >= 0");
         // start_ > 0 only in a slice: the first tokens of the sequence are another thread's.
         if (v > big - last - p.start_)
-          throw_invalid_argument(fn, "positions offset[", i, "]=", v, " + ", p.start_, " + length ", l, " overflows int64");
+          return fail(fn, "positions offset[", i, "]=", v, " + ", p.start_, " + length ", l, " overflows int64");
         if (l > 0) max_pos = v + p.start_ + last > max_pos ? v + p.start_ + last : max_pos;
       }
       break;
     case positions::form::per_token:
       if (p.count_ != n || p.length_ != l)
-        throw_invalid_argument(fn, "positions per_token shape (", p.count_, ", ", p.length_, ") does not match (N, L)=(", n, ", ", l, ")");
-      if (p.stride_ < l) throw_invalid_argument(fn, "positions row_stride=", p.stride_, " is less than L=", l);
-      if (n > 0 && l > 0 && !p.has_data()) throw_invalid_argument(fn, "positions per_token ids are null");
+        return fail(fn, "positions per_token shape (", p.count_, ", ", p.length_, ") does not match (N, L)=(", n, ", ", l, ")");
+      if (p.stride_ < l) return fail(fn, "positions row_stride=", p.stride_, " is less than L=", l);
+      if (n > 0 && l > 0 && !p.has_data()) return fail(fn, "positions per_token ids are null");
       for (index_t i = 0; i < n; ++i)
         for (index_t j = 0; j < l; ++j) {
           const index_t v = p.value(i * p.stride_ + j);
-          if (v < 0) throw_invalid_argument(fn, "position[", i, ", ", j, "]=", v, " must be >= 0");
+          if (v < 0) return fail(fn, "position[", i, ", ", j, "]=", v, " must be >= 0");
           max_pos = v > max_pos ? v : max_pos;
         }
       break;
   }
+  return {};
+}
+
+/// The throwing form, for entries not yet on the status path: the largest position (-1 when empty).
+inline index_t validate_positions(const char* fn, const positions& p, index_t n, index_t l) {
+  index_t max_pos = -1;
+  throw_if_error(validate_positions(fn, p, n, l, max_pos));
   return max_pos;
 }
 }  // namespace detail

@@ -121,7 +121,7 @@ void t5_bucket_table(Out&& out, const t5_bucket_config& cfg, index_t query_offse
   static_assert(std::is_same_v<I, std::int64_t> || std::is_same_v<I, std::int32_t>,
                 "posenc::t5_bucket_table: out holds int64 or int32");
   detail::check_t5_buckets(fn, cfg.bidirectional, cfg.num_buckets, cfg.max_distance);
-  detail::check_view(fn, "out", vo, true);
+  detail::throw_if_error(detail::check_view(fn, "out", vo, true));
   detail::check_t5_offsets(fn, vo.extent(0), query_offset);
   const detail::math::t5_bucketer bucket(cfg.bidirectional, cfg.num_buckets, cfg.max_distance);
   for (index_t i = 0; i < vo.extent(0); ++i)
@@ -226,7 +226,7 @@ class t5_relative_bias {
  private:
   template <class V>
   void check(const char* fn, const char* name, const V& v, bool output, index_t query_offset) const {
-    detail::check_view(fn, name, v, output);
+    detail::throw_if_error(detail::check_view(fn, name, v, output));
     if (v.extent(0) != heads_)
       detail::throw_invalid_argument(fn, name, " heads (extent 0)=", v.extent(0), " does not match num_heads=", heads_);
     detail::check_t5_offsets(fn, v.extent(1), query_offset);

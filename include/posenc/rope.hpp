@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -20,6 +21,8 @@
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/rope_scaling.hpp"
+#include "posenc/status.hpp"
+#include "posenc/storage.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -42,19 +45,18 @@ class rope_cache {
   /// formed by the vector sincos of the active ISA (detail/kernels/vmath-inl.hpp), each within ~2 ulp of the
   /// double result before the rounding to C.
   template <class Dispatch = detail::default_dispatch>
-  rope_cache(rope_plan plan, index_t max_positions) : plan_(std::move(plan)), max_positions_(max_positions) {
-    constexpr const char* fn = "rope_cache";
-    if (plan_.empty()) detail::throw_invalid_argument(fn, "plan is empty");
-    if (max_positions < 0) detail::throw_invalid_argument(fn, "max_positions=", max_positions, " must be >= 0");
-    const index_t pairs = plan_.pairs();
-    if (max_positions > static_cast<index_t>(cos_.max_size()) / pairs)
-      detail::throw_invalid_argument(fn, "max_positions=", max_positions, " times ", pairs, " pairs overflows");
-    cos_.resize(static_cast<std::size_t>(max_positions * pairs));
-    sin_.resize(static_cast<std::size_t>(max_positions * pairs));
-    const detail::angle_src src{plan_.inv_freq().data(), plan_.magnitude(), detail::max_abs(plan_.inv_freq())};
-    C* c = cos_.data();
-    C* s = sin_.data();
-    Dispatch::call([&](auto t) { rope_cache_fill(t, src, max_positions, pairs, c, s); });
+  rope_cache(rope_plan plan, index_t max_positions) {
+    detail::throw_if_error(try_build<Dispatch>(std::move(plan), max_positions));
+  }
+
+  /// The constructor without exceptions: `out` holds the table on success, is unchanged on error (an
+  /// out_of_memory status when the table cannot be allocated).
+  template <class Dispatch = detail::default_dispatch>
+  static status try_create(rope_plan plan, index_t max_positions, rope_cache& out) noexcept {
+    rope_cache c;
+    POSENC_TRY(c.try_build<Dispatch>(std::move(plan), max_positions));
+    out = std::move(c);
+    return {};
   }
 
   const rope_plan& plan() const { return plan_; }
@@ -63,12 +65,99 @@ class rope_cache {
   const C* cos_data() const { return cos_.data(); }
   const C* sin_data() const { return sin_.data(); }
 
+  /// An empty cache (no plan, no positions), to be filled by try_create.
+  rope_cache() = default;
+
  private:
+  template <class Dispatch>
+  status try_build(rope_plan plan, index_t max_positions) noexcept {
+    constexpr const char* fn = "rope_cache";
+    if (plan.empty()) return detail::fail(fn, "plan is empty");
+    if (max_positions < 0) return detail::fail(fn, "max_positions=", max_positions, " must be >= 0");
+    const index_t pairs = plan.pairs();
+    if (max_positions > static_cast<index_t>(cos_.max_size()) / pairs)
+      return detail::fail(fn, "max_positions=", max_positions, " times ", pairs, " pairs overflows");
+    return detail::guard_alloc(fn, [&]() -> status {
+      plan_ = std::move(plan);
+      max_positions_ = max_positions;
+      cos_.resize(static_cast<std::size_t>(max_positions * pairs));
+      sin_.resize(static_cast<std::size_t>(max_positions * pairs));
+      const detail::angle_src src{plan_.inv_freq().data(), plan_.magnitude(), detail::max_abs(plan_.inv_freq())};
+      C* c = cos_.data();
+      C* s = sin_.data();
+      Dispatch::call([&](auto t) { rope_cache_fill(t, src, max_positions, pairs, c, s); });
+      return {};
+    });
+  }
+
   rope_plan plan_;
-  index_t max_positions_;
+  index_t max_positions_ = 0;
   std::vector<C> cos_;
   std::vector<C> sin_;
 };
+
+/// Where the rotated window sits and how it pairs features: what a cos/sin table does not say by itself.
+struct rope_geometry {
+  index_t head_dim = 0;
+  index_t rotary_dim = 0;     ///< R, even; 0 means head_dim
+  index_t rotary_offset = 0;  ///< where the window starts inside the head
+  rope_style style = rope_style::half_split;
+};
+
+/// A non-owning view of an engine's own cos/sin table, accepted wherever a rope_cache is: pair i (< R/2) of
+/// position p (< max_positions) is cos[p * row_stride + i * pair_stride] (sin likewise), of float, double or a
+/// 16-bit storage type; any magnitude is already in the values. The factories name the layouts engines keep.
+/// The table must outlive the call; it is checked at each call (nothing is checked on construction). A row
+/// whose type or layout is not the arithmetic's contiguous one is converted once per token (not per head).
+///
+/// **Example**
+/// ```
+/// // vLLM: cos_sin_cache [max_position, rot_dim], each row cos(0..R/2-1) then sin(0..R/2-1)
+/// const posenc::rope_geometry g{128, 128, 0, posenc::rope_style::half_split};
+/// auto table = posenc::rope_table_view<float>::cos_sin_cache(cos_sin_cache, max_position, g);
+/// posenc::apply_rope_qk(table, q, k, posenc::positions::per_token(pos, N, L));
+/// ```
+template <class C>
+class rope_table_view {
+ public:
+  rope_table_view() = default;
+  rope_table_view(const C* cos, const C* sin, index_t max_positions, index_t row_stride, index_t pair_stride,
+                  const rope_geometry& g) noexcept
+      : cos_(cos), sin_(sin), max_positions_(max_positions), row_stride_(row_stride), pair_stride_(pair_stride), geom_(g) {}
+
+  /// Separate [max_positions, row_stride] cos and sin arrays, pair i at column i (row_stride R/2 when 0).
+  /// Hugging Face's cos/sin caches of width R (the halves repeated) are this with row_stride R.
+  static rope_table_view separate(const C* cos, const C* sin, index_t max_positions, const rope_geometry& g,
+                                  index_t row_stride = 0) noexcept {
+    return {cos, sin, max_positions, row_stride ? row_stride : rotary(g) / 2, 1, g};
+  }
+  /// vLLM's cos_sin_cache [max_positions, R]: row p is the cos of the R/2 pairs, then their sin.
+  static rope_table_view cos_sin_cache(const C* table, index_t max_positions, const rope_geometry& g) noexcept {
+    return {table, table + rotary(g) / 2, max_positions, rotary(g), 1, g};
+  }
+  /// Interleaved (cos, sin) pairs [max_positions, R/2, 2].
+  static rope_table_view interleaved_pairs(const C* table, index_t max_positions, const rope_geometry& g) noexcept {
+    return {table, table + 1, max_positions, rotary(g), 2, g};
+  }
+
+  const C* cos_data() const noexcept { return cos_; }
+  const C* sin_data() const noexcept { return sin_; }
+  index_t max_positions() const noexcept { return max_positions_; }
+  index_t row_stride() const noexcept { return row_stride_; }
+  index_t pair_stride() const noexcept { return pair_stride_; }
+  const rope_geometry& geometry() const noexcept { return geom_; }
+
+ private:
+  static index_t rotary(const rope_geometry& g) noexcept { return g.rotary_dim ? g.rotary_dim : g.head_dim; }
+
+  const C* cos_ = nullptr;
+  const C* sin_ = nullptr;
+  index_t max_positions_ = 0;
+  index_t row_stride_ = 0;
+  index_t pair_stride_ = 1;
+  rope_geometry geom_;
+};
+
 
 namespace detail {
 
@@ -78,52 +167,111 @@ template <>
 struct is_rope_freq<rope_plan> : std::true_type {};
 template <class C>
 struct is_rope_freq<rope_cache<C>> : std::true_type {};
+template <class C>
+struct is_rope_freq<rope_table_view<C>> : std::true_type {};
 template <class F>
 inline constexpr bool is_rope_freq_v = is_rope_freq<std::remove_cv_t<std::remove_reference_t<F>>>::value;
 
-inline const rope_plan& plan_of(const rope_plan& p) { return p; }
+/// What the checks and the driver need of a cos/sin source: the head it fits and the window it rotates.
+struct rope_geom {
+  index_t head_dim = 0;
+  index_t pairs = 0;
+  index_t offset = 0;
+  rope_style style = rope_style::half_split;
+};
+
+inline rope_geom geom_of(const rope_plan& p) { return {p.head_dim(), p.pairs(), p.rotary_offset(), p.style()}; }
 template <class C>
-const rope_plan& plan_of(const rope_cache<C>& c) {
-  return c.plan();
+rope_geom geom_of(const rope_cache<C>& c) {
+  return geom_of(c.plan());
+}
+template <class C>
+rope_geom geom_of(const rope_table_view<C>& t) {
+  const rope_geometry& g = t.geometry();
+  return {g.head_dim, (g.rotary_dim ? g.rotary_dim : g.head_dim) / 2, g.rotary_offset, g.style};
 }
 
-/// Validates an input/output pair against the plan; in place (the same view) or disjoint spans only.
-template <class In, class Out>
-void check_target(const char* fn, const char* in_name, const char* out_name, index_t head_dim,
-                  const rope_io<In, Out>& t) {
-  check_view(fn, in_name, t.in, false);
-  check_view(fn, out_name, t.out, true);
-  if (t.in.extent(3) != head_dim)
-    throw_invalid_argument(fn, in_name, " head dim (extent 3)=", t.in.extent(3), " does not match the plan's head_dim=", head_dim);
-  if (t.in.extents() != t.out.extents())
-    throw_invalid_argument(fn, out_name, " shape (", t.out.extent(0), ", ", t.out.extent(1), ", ", t.out.extent(2), ", ",
-                           t.out.extent(3), ") does not match ", in_name, " shape (", t.in.extent(0), ", ", t.in.extent(1),
-                           ", ", t.in.extent(2), ", ", t.in.extent(3), ")");
-  if (!same_view(t.in, t.out) && spans_overlap(t.in, t.out))
-    throw_invalid_argument(fn, out_name, " overlaps ", in_name, " without being the same view (in place)");
+/// A cache is valid by construction (a plan too, unless empty); a table view is checked at each call, here.
+template <class C>
+status check_source(const char*, const rope_cache<C>&) {
+  return {};
+}
+template <class C>
+status check_source(const char* fn, const rope_table_view<C>& t) {
+  static_assert(is_storage_v<C>, "posenc::rope_table_view: float, double or a 16-bit storage type");
+  const rope_geometry& g = t.geometry();
+  const index_t r = g.rotary_dim ? g.rotary_dim : g.head_dim;
+  if (g.head_dim <= 0) return fail(fn, "table geometry head_dim=", g.head_dim, " must be > 0");
+  if (r <= 0 || r % 2 != 0 || r > g.head_dim)
+    return fail(fn, "table geometry rotary_dim=", r, " must be even, > 0 and <= head_dim=", g.head_dim);
+  if (g.rotary_offset < 0 || g.rotary_offset > g.head_dim - r)
+    return fail(fn, "table geometry rotary_offset=", g.rotary_offset, " with rotary_dim=", r, " does not fit head_dim=", g.head_dim);
+  if (t.max_positions() < 0) return fail(fn, "table max_positions=", t.max_positions(), " must be >= 0");
+  if (t.row_stride() < 0 || t.pair_stride() < 0)
+    return fail(fn, "table strides (row ", t.row_stride(), ", pair ", t.pair_stride(), ") must be >= 0");
+  if (t.max_positions() > 0 && (t.cos_data() == nullptr || t.sin_data() == nullptr)) return fail(fn, "table cos or sin is null");
+  return {};
 }
 
-template <class In, class Out, std::size_t K>
-void check_targets(const char* fn, index_t head_dim, const std::array<rope_io<In, Out>, K>& targets,
-                   const std::array<const char*, 2 * K>& names) {
-  for (std::size_t k = 0; k < K; ++k) check_target(fn, names[2 * k], names[2 * k + 1], head_dim, targets[k]);
-  for (std::size_t k = 1; k < K; ++k) {
-    if (targets[k].in.extent(0) != targets[0].in.extent(0) || targets[k].in.extent(1) != targets[0].in.extent(1))
-      throw_invalid_argument(fn, names[2 * k], " (N, L)=(", targets[k].in.extent(0), ", ", targets[k].in.extent(1),
-                             ") does not match ", names[0], " (N, L)=(", targets[0].in.extent(0), ", ",
-                             targets[0].in.extent(1), ")");
-    if (!targets[k].out.empty() && static_cast<const void*>(targets[k].out.data()) ==
-                                       static_cast<const void*>(targets[0].out.data()))
-      throw_invalid_argument(fn, names[2 * k + 1], " and ", names[1], " are the same tensor");
+template <class F>
+index_t max_positions_of(const F& f) {
+  if constexpr (std::is_same_v<F, rope_plan>) {
+    static_cast<void>(f);
+    return std::numeric_limits<index_t>::max();
+  } else {
+    return f.max_positions();
   }
 }
 
+/// Validates an input/output pair against the geometry; in place (the same view) or disjoint spans only.
+template <class In, class Out>
+status check_target(const char* fn, const char* in_name, const char* out_name, index_t head_dim,
+                    const rope_io<In, Out>& t) {
+  POSENC_TRY(check_view(fn, in_name, t.in, false));
+  POSENC_TRY(check_view(fn, out_name, t.out, true));
+  if (t.in.extent(3) != head_dim)
+    return fail(fn, in_name, " head dim (extent 3)=", t.in.extent(3), " does not match the plan's head_dim=", head_dim);
+  if (t.in.extents() != t.out.extents())
+    return fail(fn, out_name, " shape (", t.out.extent(0), ", ", t.out.extent(1), ", ", t.out.extent(2), ", ",
+                t.out.extent(3), ") does not match ", in_name, " shape (", t.in.extent(0), ", ", t.in.extent(1), ", ",
+                t.in.extent(2), ", ", t.in.extent(3), ")");
+  if (!same_view(t.in, t.out) && spans_overlap(t.in, t.out))
+    return fail(fn, out_name, " overlaps ", in_name, " without being the same view (in place)");
+  return {};
+}
+
+template <class In, class Out, std::size_t K>
+status check_targets(const char* fn, index_t head_dim, const std::array<rope_io<In, Out>, K>& targets,
+                     const std::array<const char*, 2 * K>& names) {
+  for (std::size_t k = 0; k < K; ++k) POSENC_TRY(check_target(fn, names[2 * k], names[2 * k + 1], head_dim, targets[k]));
+  for (std::size_t k = 1; k < K; ++k) {
+    if (targets[k].in.extent(0) != targets[0].in.extent(0) || targets[k].in.extent(1) != targets[0].in.extent(1))
+      return fail(fn, names[2 * k], " (N, L)=(", targets[k].in.extent(0), ", ", targets[k].in.extent(1),
+                  ") does not match ", names[0], " (N, L)=(", targets[0].in.extent(0), ", ", targets[0].in.extent(1), ")");
+    if (!targets[k].out.empty() &&
+        static_cast<const void*>(targets[k].out.data()) == static_cast<const void*>(targets[0].out.data()))
+      return fail(fn, names[2 * k + 1], " and ", names[1], " are the same tensor");
+  }
+  return {};
+}
+
+/// Checks a rotation call; `max_pos` is its largest position (-1 when there is nothing to do).
+template <class In, class Out, std::size_t K>
+status check_rope_call(const char* fn, const rope_geom& g, const positions& pos,
+                       const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names,
+                       index_t& max_pos) {
+  POSENC_TRY(check_targets(fn, g.head_dim, targets, names));
+  return validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), max_pos);
+}
+
+/// The throwing form, for the entries of rope_ops.hpp and mrope.hpp.
 template <class In, class Out, std::size_t K>
 index_t check_rope_call(const char* fn, const rope_plan& plan, const positions& pos,
                         const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
   if (plan.empty()) throw_invalid_argument(fn, "plan is empty");
-  check_targets(fn, plan.head_dim(), targets, names);
-  return validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1));
+  index_t max_pos = -1;
+  throw_if_error(check_rope_call(fn, geom_of(plan), pos, targets, names, max_pos));
+  return max_pos;
 }
 
 template <std::size_t K>
@@ -135,37 +283,48 @@ constexpr std::array<int, K> variants_of(int v) {
 
 /// Runs the rotation of `src` on the targets through the dispatcher (every variant 0).
 template <class Dispatch, class Source, class Pos, class In, class Out, std::size_t K>
-void run_rotation(const Source& src, const Pos& pos, const rope_plan& plan, double sign,
+void run_rotation(const Source& src, const Pos& pos, const rope_geom& g, double sign,
                   const std::array<rope_io<In, Out>, K>& targets) {
   const std::array<int, K> variant = variants_of<K>(0);
-  Dispatch::call([&](auto t) {
-    rope_rows(t, src, pos, plan.style(), plan.rotary_offset(), plan.pairs(), sign, targets, variant);
-  });
+  Dispatch::call([&](auto t) { rope_rows(t, src, pos, g.style, g.offset, g.pairs, sign, targets, variant); });
 }
 
 template <class Dispatch, class In, class Out, std::size_t K>
 void run_rope(const rope_plan& plan, const positions& pos, double sign, const std::array<rope_io<In, Out>, K>& targets) {
   const angle_src src{plan.inv_freq().data(), plan.magnitude(), max_abs(plan.inv_freq())};
-  run_rotation<Dispatch>(src, pos, plan, sign, targets);
+  run_rotation<Dispatch>(src, pos, geom_of(plan), sign, targets);
 }
 
 template <class Dispatch, class C, class In, class Out, std::size_t K>
 void run_rope(const rope_cache<C>& cache, const positions& pos, double sign,
               const std::array<rope_io<In, Out>, K>& targets) {
-  const table_src<C> src{cache.cos_data(), cache.sin_data(), cache.plan().pairs()};
-  run_rotation<Dispatch>(src, pos, cache.plan(), sign, targets);
+  const table_src<C> src{cache.cos_data(), cache.sin_data(), cache.plan().pairs(), 1};
+  run_rotation<Dispatch>(src, pos, geom_of(cache), sign, targets);
 }
 
+template <class Dispatch, class C, class In, class Out, std::size_t K>
+void run_rope(const rope_table_view<C>& t, const positions& pos, double sign,
+              const std::array<rope_io<In, Out>, K>& targets) {
+  const table_src<C> src{t.cos_data(), t.sin_data(), t.row_stride(), t.pair_stride()};
+  run_rotation<Dispatch>(src, pos, geom_of(t), sign, targets);
+}
+
+/// Every RoPE entry: all checks first (nothing is written on an error), then the kernels.
 template <class Dispatch, class F, class In, class Out, std::size_t K>
-void rope_entry(const char* fn, const F& freq, const positions& pos, double sign,
-                const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
-  const index_t max_pos = check_rope_call(fn, plan_of(freq), pos, targets, names);
-  if constexpr (!std::is_same_v<F, rope_plan>) {
-    if (max_pos >= freq.max_positions())
-      throw_invalid_argument(fn, "position ", max_pos, " is past the cache of ", freq.max_positions(), " positions");
+status rope_entry(const char* fn, const F& freq, const positions& pos, double sign,
+                  const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
+  if constexpr (std::is_same_v<F, rope_plan>) {
+    if (freq.empty()) return fail(fn, "plan is empty");
+  } else {
+    POSENC_TRY(check_source(fn, freq));
   }
-  if (max_pos < 0) return;
+  index_t max_pos = -1;
+  POSENC_TRY(check_rope_call(fn, geom_of(freq), pos, targets, names, max_pos));
+  if (max_pos >= max_positions_of(freq))
+    return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
+  if (max_pos < 0) return {};
   run_rope<Dispatch>(freq, pos, sign, targets);
+  return {};
 }
 
 /// The (N, L, H, D) views of an input and an output, each of its own storage type.
@@ -181,25 +340,36 @@ auto make_target(In&& in, Out&& out) {
   return rope_io<I, O>{strided_view<const I, 4>(vi), vo};
 }
 
+template <class T>
+using rope_targets1 = std::array<T, 1>;
+
 }  // namespace detail
+
+// Every function below has a try_ form: noexcept, returning a status with the message the throwing form's
+// argument_error carries (posenc/status.hpp); nothing is written when it is not ok.
 
 /// Rotates `x` in place: pair i of the rotated window turns by p * w_i, scaled by the plan's magnitude
 /// (RoFormer, Su et al. 2021, eq. 34; HF `apply_rotary_pos_emb` for half_split, GPT-J for interleaved).
-/// `freq` is a rope_plan (angles formed in double per call, any position) or a rope_cache (table lookup).
-/// `x`: strided_view<T, 4> or Eigen tensor of rank 4 in (N, L, H, D), or rank 2 in (L, D); other layouts through
-/// as_nlhd(x, layout). T: float, double, Eigen::half, Eigen::bfloat16.
-/// Throws argument_error, writing nothing, if D != plan head_dim, a position is negative or past the cache, or
-/// the positions do not match (N, L).
+/// `freq` is a rope_plan (angles formed in double per call, any position), a rope_cache (table lookup) or a
+/// rope_table_view (an engine's own table). `x`: strided_view<T, 4> or a tensor with a view_adapter (Eigen,
+/// posenc/eigen.hpp) of rank 4 in (N, L, H, D), or rank 2 in (L, D); other layouts through as_nlhd(x, layout).
+/// T: float, double or a 16-bit storage type (posenc/storage.hpp).
+/// Fails with invalid_argument, writing nothing, if D != the head_dim, a position is negative or past the
+/// table, or the positions do not match (N, L).
 ///
 /// **Example**
 /// ```
-/// Eigen::Tensor<float, 4, Eigen::RowMajor> q(1, 16, 32, 128);
+/// posenc::strided_view<float, 4> q(q_ptr, {1, 16, 32, 128});
 /// posenc::apply_rope(plan, q, posenc::positions::offset(0));
 /// ```
 template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
-void apply_rope(const F& freq, X&& x, const positions& pos) {
+status try_apply_rope(const F& freq, X&& x, const positions& pos) noexcept {
   const auto t = detail::make_target(x, x);
-  detail::rope_entry<Dispatch>("apply_rope", freq, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+  return detail::rope_entry<Dispatch>("apply_rope", freq, pos, 1.0, detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"x", "x"});
+}
+template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+void apply_rope(const F& freq, X&& x, const positions& pos) {
+  detail::throw_if_error(try_apply_rope<F, X&, void, Dispatch>(freq, x, pos));
 }
 
 /// Out of place: `out` = RoPE(`in`); features outside the rotated window are copied. `out` must not overlap
@@ -207,9 +377,13 @@ void apply_rope(const F& freq, X&& x, const positions& pos) {
 /// rotated straight into a half or bfloat16 KV cache): the arithmetic is float (double if either is double)
 /// and each result is rounded to `out`'s type once.
 template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
-void apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) {
+status try_apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) noexcept {
   const auto t = detail::make_target(in, out);
-  detail::rope_entry<Dispatch>("apply_rope", freq, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+  return detail::rope_entry<Dispatch>("apply_rope", freq, pos, 1.0, detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"in", "out"});
+}
+template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+void apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) {
+  detail::throw_if_error(try_apply_rope<F, X&, Y&, void, Dispatch>(freq, in, out, pos));
 }
 
 /// q and k in one pass, in place: cos/sin are formed once per token and used for all heads of both (k may
@@ -217,26 +391,41 @@ void apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) {
 /// Precondition: q and k share no element. Passing one tensor twice is rejected; views that overlap from
 /// different starts cannot be told from interleaved fused-QKV views cheaply and are not detected.
 template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
-void apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) {
+status try_apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) noexcept {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
   static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_rope_qk: q and k have one element type");
-  detail::rope_entry<Dispatch>("apply_rope_qk", freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
+  return detail::rope_entry<Dispatch>("apply_rope_qk", freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
+                                      {"q", "q", "k", "k"});
+}
+template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+void apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) {
+  detail::throw_if_error(try_apply_rope_qk<F, Q&, K&, void, Dispatch>(freq, q, k, pos));
 }
 
 /// Backward pass (the transpose of apply_rope): rotation by -p*w_i with the same magnitude, in place on the
 /// gradient. It inverts apply_rope exactly where the magnitude is 1.
 template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
-void apply_rope_backward(const F& freq, X&& grad, const positions& pos) {
+status try_apply_rope_backward(const F& freq, X&& grad, const positions& pos) noexcept {
   const auto t = detail::make_target(grad, grad);
-  detail::rope_entry<Dispatch>("apply_rope_backward", freq, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+  return detail::rope_entry<Dispatch>("apply_rope_backward", freq, pos, -1.0,
+                                      detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"grad", "grad"});
+}
+template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+void apply_rope_backward(const F& freq, X&& grad, const positions& pos) {
+  detail::throw_if_error(try_apply_rope_backward<F, X&, void, Dispatch>(freq, grad, pos));
 }
 
 /// Backward pass out of place: grad_in = R(-theta)^T-scaled grad_out.
 template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
-void apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) {
+status try_apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) noexcept {
   const auto t = detail::make_target(grad_out, grad_in);
-  detail::rope_entry<Dispatch>("apply_rope_backward", freq, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad_out", "grad_in"});
+  return detail::rope_entry<Dispatch>("apply_rope_backward", freq, pos, -1.0,
+                                      detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"grad_out", "grad_in"});
+}
+template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+void apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) {
+  detail::throw_if_error(try_apply_rope_backward<F, X&, Y&, void, Dispatch>(freq, grad_out, grad_in, pos));
 }
 
 POSENC_END_NAMESPACE

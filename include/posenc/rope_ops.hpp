@@ -120,8 +120,8 @@ void convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rotary_off
   const auto t = detail::make_target(in, out);
   static_assert(std::is_same_v<typename decltype(t.in)::element_type, const typename decltype(t.out)::element_type>,
                 "posenc::convert_rope_layout: in and out have one element type (the conversion moves bits)");
-  detail::check_view(fn, "in", t.in, false);
-  detail::check_view(fn, "out", t.out, true);
+  detail::throw_if_error(detail::check_view(fn, "in", t.in, false));
+  detail::throw_if_error(detail::check_view(fn, "out", t.out, true));
   if (t.in.extents() != t.out.extents()) detail::throw_invalid_argument(fn, "out shape does not match in shape");
   detail::check_window(fn, t.in.extent(3), rotary_dim, rotary_offset);
   if (detail::spans_overlap(t.in, t.out)) detail::throw_invalid_argument(fn, "out overlaps in (conversion is out of place)");
@@ -142,8 +142,8 @@ void convert_rope_weight_layout(W&& in, V&& out, index_t num_heads, index_t head
   auto vi = as_view(in);
   auto vo = as_view(out);
   static_assert(decltype(vi)::rank == 2 && decltype(vo)::rank == 2, "posenc::convert_rope_weight_layout: rank-2 weights");
-  detail::check_view(fn, "in", vi, false);
-  detail::check_view(fn, "out", vo, true);
+  detail::throw_if_error(detail::check_view(fn, "in", vi, false));
+  detail::throw_if_error(detail::check_view(fn, "out", vo, true));
   if (num_heads <= 0) detail::throw_invalid_argument(fn, "num_heads=", num_heads, " must be > 0");
   detail::check_window(fn, head_dim, rotary_dim, rotary_offset);
   if (vi.extent(0) != num_heads * head_dim)

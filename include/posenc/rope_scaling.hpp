@@ -15,6 +15,7 @@
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/math/scaling.hpp"
 #include "posenc/detail/throw.hpp"
+#include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -164,7 +165,13 @@ class rope_plan {
   /// [rotary_offset, rotary_offset + 2*inv_freq.size()) fits the head, and magnitude/logit_scale are finite > 0.
   rope_plan(index_t head_dim, std::vector<double> inv_freq, rope_style style, index_t rotary_offset = 0,
             double magnitude = 1.0, double logit_scale = 1.0) {
-    assign(head_dim, std::move(inv_freq), style, rotary_offset, magnitude, logit_scale);
+    detail::throw_if_error(try_assign(head_dim, std::move(inv_freq), style, rotary_offset, magnitude, logit_scale));
+  }
+
+  /// The constructor without exceptions: `out` is replaced on success, untouched on error.
+  static status try_create(index_t head_dim, std::vector<double> inv_freq, rope_style style, index_t rotary_offset,
+                           double magnitude, double logit_scale, rope_plan& out) noexcept {
+    return out.try_assign(head_dim, std::move(inv_freq), style, rotary_offset, magnitude, logit_scale);
   }
 
   index_t head_dim() const { return head_dim_; }
@@ -180,29 +187,30 @@ class rope_plan {
   bool empty() const { return inv_freq_.empty(); }
 
  private:
-  friend void make_rope_plan(const rope_config&, index_t, rope_plan&);
+  friend status try_make_rope_plan(const rope_config&, index_t, rope_plan&) noexcept;
 
-  void assign(index_t head_dim, std::vector<double> inv_freq, rope_style style, index_t rotary_offset,
+  status try_assign(index_t head_dim, std::vector<double> inv_freq, rope_style style, index_t rotary_offset,
               double magnitude, double logit_scale) {
     constexpr const char* fn = "rope_plan";
-    if (head_dim <= 0) detail::throw_invalid_argument(fn, "head_dim=", head_dim, " must be > 0");
-    if (inv_freq.empty()) detail::throw_invalid_argument(fn, "inv_freq is empty (rotary_dim=0)");
+    if (head_dim <= 0) return detail::fail(fn, "head_dim=", head_dim, " must be > 0");
+    if (inv_freq.empty()) return detail::fail(fn, "inv_freq is empty (rotary_dim=0)");
     const auto r = static_cast<index_t>(2 * inv_freq.size());
     if (rotary_offset < 0 || rotary_offset > head_dim - r)
-      detail::throw_invalid_argument(fn, "rotary_offset=", rotary_offset, " with rotary_dim=", r,
+      return detail::fail(fn, "rotary_offset=", rotary_offset, " with rotary_dim=", r,
                                      " does not fit head_dim=", head_dim);
     for (std::size_t i = 0; i < inv_freq.size(); ++i)
-      if (!std::isfinite(inv_freq[i])) detail::throw_invalid_argument(fn, "inv_freq[", i, "]=", inv_freq[i], " is not finite");
+      if (!std::isfinite(inv_freq[i])) return detail::fail(fn, "inv_freq[", i, "]=", inv_freq[i], " is not finite");
     if (!(std::isfinite(magnitude) && magnitude > 0.0))
-      detail::throw_invalid_argument(fn, "magnitude=", magnitude, " must be finite and > 0");
+      return detail::fail(fn, "magnitude=", magnitude, " must be finite and > 0");
     if (!(std::isfinite(logit_scale) && logit_scale > 0.0))
-      detail::throw_invalid_argument(fn, "logit_scale=", logit_scale, " must be finite and > 0");
+      return detail::fail(fn, "logit_scale=", logit_scale, " must be finite and > 0");
     head_dim_ = head_dim;
     inv_freq_ = std::move(inv_freq);
     style_ = style;
     rotary_offset_ = rotary_offset;
     magnitude_ = magnitude;
     logit_scale_ = logit_scale;
+    return {};
   }
 
   index_t head_dim_ = 0;
@@ -217,11 +225,11 @@ namespace detail {
 
 inline bool finite_positive(double v) { return std::isfinite(v) && v > 0.0; }
 
-inline void check_factor_array(const char* fn, const char* name, const std::vector<double>& f, index_t pairs) {
-  if (static_cast<index_t>(f.size()) != pairs)
-    throw_invalid_argument(fn, name, ".size()=", f.size(), " must equal rotary_dim/2=", pairs);
+inline status check_factor_array(const char* fn, const char* name, const std::vector<double>& f, index_t pairs) {
+  if (static_cast<index_t>(f.size()) != pairs) return fail(fn, name, ".size()=", f.size(), " must equal rotary_dim/2=", pairs);
   for (std::size_t i = 0; i < f.size(); ++i)
-    if (!finite_positive(f[i])) throw_invalid_argument(fn, name, "[", i, "]=", f[i], " must be finite and > 0");
+    if (!finite_positive(f[i])) return fail(fn, name, "[", i, "]=", f[i], " must be finite and > 0");
+  return {};
 }
 
 }  // namespace detail
@@ -230,58 +238,59 @@ inline void check_factor_array(const char* fn, const char* name, const std::vect
 /// reusing its storage: only dynamic NTK (per_length) and LongRoPE depend on n, and an engine can rebuild
 /// them when n crosses M without allocating. Formulas: HF modeling_rope_utils.py in double (see
 /// detail/math/scaling.hpp for each, and where vLLM and ggml differ).
-/// Throws argument_error, leaving `out` unchanged, on: head_dim <= 0; rotary_dim odd, < 0 or past the head;
+/// Returns an invalid_argument status (make_rope_plan throws argument_error), leaving `out` unchanged, on: head_dim <= 0; rotary_dim odd, < 0 or past the head;
 /// base not finite or <= 1; a factor, beta, mscale or attention factor that is not finite or not > 0 (mscale
 /// >= 0); original_max_positions <= 0 where needed; ntk/dynamic NTK with rotary_dim 2 (R/(R-2) undefined);
 /// llama3 low_freq_factor > high_freq_factor; factor arrays of the wrong length; seq_len < 0.
-inline void make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& out) {
+inline status try_make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& out) noexcept {
+  return detail::guard_alloc("make_rope_plan", [&]() -> status {
   using namespace detail;
   constexpr const char* fn = "make_rope_plan";
   const rope_scaling& s = cfg.scaling;
   const index_t d = cfg.head_dim;
   const index_t r = cfg.rotary_dim == 0 ? d : cfg.rotary_dim;
-  if (d <= 0) throw_invalid_argument(fn, "head_dim=", d, " must be > 0");
+  if (d <= 0) return fail(fn, "head_dim=", d, " must be > 0");
   if (r < 0 || r % 2 != 0) {
-    if (cfg.rotary_dim == 0) throw_invalid_argument(fn, "rotary_dim=0 means head_dim=", d, ", which is odd: set an even rotary_dim");
-    throw_invalid_argument(fn, "rotary_dim=", r, " must be even and > 0");
+    if (cfg.rotary_dim == 0) return fail(fn, "rotary_dim=0 means head_dim=", d, ", which is odd: set an even rotary_dim");
+    return fail(fn, "rotary_dim=", r, " must be even and > 0");
   }
-  if (r > d) throw_invalid_argument(fn, "rotary_dim=", r, " exceeds head_dim=", d);
+  if (r > d) return fail(fn, "rotary_dim=", r, " exceeds head_dim=", d);
   if (cfg.rotary_offset < 0 || cfg.rotary_offset > d - r)
-    throw_invalid_argument(fn, "rotary_offset=", cfg.rotary_offset, " with rotary_dim=", r, " does not fit head_dim=", d);
-  if (!(std::isfinite(cfg.base) && cfg.base > 1.0)) throw_invalid_argument(fn, "base=", cfg.base, " must be finite and > 1");
-  if (seq_len < 0) throw_invalid_argument(fn, "seq_len=", seq_len, " must be >= 0");
+    return fail(fn, "rotary_offset=", cfg.rotary_offset, " with rotary_dim=", r, " does not fit head_dim=", d);
+  if (!(std::isfinite(cfg.base) && cfg.base > 1.0)) return fail(fn, "base=", cfg.base, " must be finite and > 1");
+  if (seq_len < 0) return fail(fn, "seq_len=", seq_len, " must be >= 0");
   const index_t pairs = r / 2;
   const auto needs_factor = s.type != rope_scaling_type::none;
   if (needs_factor && !finite_positive(s.factor))
-    throw_invalid_argument(fn, "scaling.factor=", s.factor, " must be finite and > 0");
+    return fail(fn, "scaling.factor=", s.factor, " must be finite and > 0");
   const bool needs_m = s.type == rope_scaling_type::dynamic_ntk || s.type == rope_scaling_type::yarn ||
                        s.type == rope_scaling_type::deepseek_yarn || s.type == rope_scaling_type::llama3 ||
                        s.type == rope_scaling_type::longrope;
   if (needs_m && s.original_max_positions <= 0)
-    throw_invalid_argument(fn, "scaling.original_max_positions=", s.original_max_positions, " must be > 0");
+    return fail(fn, "scaling.original_max_positions=", s.original_max_positions, " must be > 0");
   if ((s.type == rope_scaling_type::ntk || s.type == rope_scaling_type::dynamic_ntk) && r == 2)
-    throw_invalid_argument(fn, "rotary_dim=2: NTK scaling needs rotary_dim > 2 (exponent R/(R-2))");
+    return fail(fn, "rotary_dim=2: NTK scaling needs rotary_dim > 2 (exponent R/(R-2))");
   const bool is_yarn = s.type == rope_scaling_type::yarn || s.type == rope_scaling_type::deepseek_yarn;
   if (is_yarn) {
-    if (!finite_positive(s.beta_fast)) throw_invalid_argument(fn, "scaling.beta_fast=", s.beta_fast, " must be finite and > 0");
-    if (!finite_positive(s.beta_slow)) throw_invalid_argument(fn, "scaling.beta_slow=", s.beta_slow, " must be finite and > 0");
-    if (!(std::isfinite(s.mscale) && s.mscale >= 0.0)) throw_invalid_argument(fn, "scaling.mscale=", s.mscale, " must be finite and >= 0");
+    if (!finite_positive(s.beta_fast)) return fail(fn, "scaling.beta_fast=", s.beta_fast, " must be finite and > 0");
+    if (!finite_positive(s.beta_slow)) return fail(fn, "scaling.beta_slow=", s.beta_slow, " must be finite and > 0");
+    if (!(std::isfinite(s.mscale) && s.mscale >= 0.0)) return fail(fn, "scaling.mscale=", s.mscale, " must be finite and >= 0");
     if (!(std::isfinite(s.mscale_all_dim) && s.mscale_all_dim >= 0.0))
-      throw_invalid_argument(fn, "scaling.mscale_all_dim=", s.mscale_all_dim, " must be finite and >= 0");
+      return fail(fn, "scaling.mscale_all_dim=", s.mscale_all_dim, " must be finite and >= 0");
   }
   if (s.attention_factor && (is_yarn || s.type == rope_scaling_type::longrope) && !finite_positive(*s.attention_factor))
-    throw_invalid_argument(fn, "scaling.attention_factor=", *s.attention_factor, " must be finite and > 0");
+    return fail(fn, "scaling.attention_factor=", *s.attention_factor, " must be finite and > 0");
   if (s.type == rope_scaling_type::llama3) {
-    if (!finite_positive(s.low_freq_factor)) throw_invalid_argument(fn, "scaling.low_freq_factor=", s.low_freq_factor, " must be finite and > 0");
-    if (!finite_positive(s.high_freq_factor)) throw_invalid_argument(fn, "scaling.high_freq_factor=", s.high_freq_factor, " must be finite and > 0");
+    if (!finite_positive(s.low_freq_factor)) return fail(fn, "scaling.low_freq_factor=", s.low_freq_factor, " must be finite and > 0");
+    if (!finite_positive(s.high_freq_factor)) return fail(fn, "scaling.high_freq_factor=", s.high_freq_factor, " must be finite and > 0");
     if (s.low_freq_factor > s.high_freq_factor)
-      throw_invalid_argument(fn, "scaling.low_freq_factor=", s.low_freq_factor, " exceeds high_freq_factor=", s.high_freq_factor);
+      return fail(fn, "scaling.low_freq_factor=", s.low_freq_factor, " exceeds high_freq_factor=", s.high_freq_factor);
   }
   if (s.type == rope_scaling_type::longrope) {
-    check_factor_array(fn, "scaling.short_factor", s.short_factor, pairs);
-    check_factor_array(fn, "scaling.long_factor", s.long_factor, pairs);
+    POSENC_TRY(check_factor_array(fn, "scaling.short_factor", s.short_factor, pairs));
+    POSENC_TRY(check_factor_array(fn, "scaling.long_factor", s.long_factor, pairs));
   }
-  if (!cfg.freq_factors.empty()) check_factor_array(fn, "freq_factors", cfg.freq_factors, pairs);
+  if (!cfg.freq_factors.empty()) POSENC_TRY(check_factor_array(fn, "freq_factors", cfg.freq_factors, pairs));
 
   const auto m = static_cast<double>(s.original_max_positions);
   double base = cfg.base;
@@ -342,13 +351,19 @@ inline void make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& o
   // Checked before `out` is touched (a denormal divisor can overflow a frequency), so a rejected config
   // leaves `out` as it was; the second pass then reuses out's storage.
   for (index_t i = 0; i < pairs; ++i)
-    if (!std::isfinite(freq(i))) throw_invalid_argument(fn, "frequency of pair ", i, "=", freq(i), " is not finite");
-  if (!std::isfinite(magnitude)) throw_invalid_argument(fn, "magnitude=", magnitude, " is not finite");
-  if (!std::isfinite(logit_scale)) throw_invalid_argument(fn, "logit_scale=", logit_scale, " is not finite");
+    if (!std::isfinite(freq(i))) return fail(fn, "frequency of pair ", i, "=", freq(i), " is not finite");
+  if (!std::isfinite(magnitude)) return fail(fn, "magnitude=", magnitude, " is not finite");
+  if (!std::isfinite(logit_scale)) return fail(fn, "logit_scale=", logit_scale, " is not finite");
   std::vector<double> w = std::move(out.inv_freq_);
   w.resize(static_cast<std::size_t>(pairs));
   for (index_t i = 0; i < pairs; ++i) w[static_cast<std::size_t>(i)] = freq(i);
-  out.assign(d, std::move(w), cfg.style, cfg.rotary_offset, magnitude, logit_scale);
+  return out.try_assign(d, std::move(w), cfg.style, cfg.rotary_offset, magnitude, logit_scale);
+  });
+}
+
+/// make_rope_plan into `out`, throwing argument_error (see try_make_rope_plan).
+inline void make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& out) {
+  detail::throw_if_error(try_make_rope_plan(cfg, seq_len, out));
 }
 
 /// The plan of `cfg` for sequences of length `seq_len` (see the overload that fills an existing plan).

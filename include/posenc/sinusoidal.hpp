@@ -122,7 +122,7 @@ void sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t offset = 
   static_assert(V::rank == 2, "posenc::sinusoidal_table: out has rank 2 (L, D)");
   static_assert(!std::is_const_v<T>, "posenc::sinusoidal_table: out must be writable");
   detail::check_sinusoidal_config(fn, cfg);
-  detail::check_view(fn, "out", vo, true);
+  detail::throw_if_error(detail::check_view(fn, "out", vo, true));
   if (vo.extent(1) != cfg.dim)
     detail::throw_invalid_argument(fn, "out feature dim (extent 1)=", vo.extent(1), " does not match dim=", cfg.dim);
   using A3 = std::array<index_t, 3>;

@@ -86,14 +86,21 @@ class strided_view {
   /// auto mine = q.slice(1, l0, l1 - l0);   // tokens [l0, l1) of an (N, L, H, D) view
   /// ```
   strided_view slice(std::size_t dim, index_t begin, index_t count) const {
-    if (dim >= Rank) detail::throw_invalid_argument("strided_view::slice", "dim=", dim, " is not below rank ", Rank);
-    if (begin < 0 || count < 0 || begin > extents_[dim] - count)
-      detail::throw_invalid_argument("strided_view::slice", "range [", begin, ", ", begin, " + ", count,
-                                     ") is outside extent(", dim, ")=", extents_[dim]);
-    strided_view v = *this;
-    if (count > 0) v.data_ = data_ + begin * strides_[dim];
-    v.extents_[dim] = count;
+    strided_view v;
+    detail::throw_if_error(try_slice(dim, begin, count, v));
     return v;
+  }
+
+  /// slice without exceptions: `out` is set on success, untouched on error.
+  status try_slice(std::size_t dim, index_t begin, index_t count, strided_view& out) const noexcept {
+    if (dim >= Rank) return detail::fail("strided_view::slice", "dim=", dim, " is not below rank ", Rank);
+    if (begin < 0 || count < 0 || begin > extents_[dim] - count)
+      return detail::fail("strided_view::slice", "range [", begin, ", ", begin, " + ", count, ") is outside extent(", dim,
+                          ")=", extents_[dim]);
+    out = *this;
+    if (count > 0) out.data_ = data_ + begin * strides_[dim];
+    out.extents_[dim] = count;
+    return {};
   }
 
   template <class... I>

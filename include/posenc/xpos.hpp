@@ -98,7 +98,7 @@ void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, ind
                 const std::array<xpos_mode, K>& modes, double direction, const std::array<rope_io<In, Out>, K>& targets,
                 const std::array<const char*, 2 * K>& names) {
   if (center < 0) throw_invalid_argument(fn, "center=", center, " must be >= 0");
-  check_targets(fn, plan.head_dim(), targets, names);
+  throw_if_error(check_targets(fn, plan.head_dim(), targets, names));
   if (validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)) < 0) return;
   xpos_src src{plan.inv_freq().data(), plan.log_zeta().data(), center, plan.config().scale_base,
                max_abs(plan.inv_freq()), {false, false}};

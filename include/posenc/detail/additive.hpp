@@ -51,8 +51,8 @@ auto make_add_target(In&& in, Out&& out) {
 /// Shape, stride and aliasing checks of an additive call: D = dim, same shape, in place or disjoint.
 template <class T>
 void check_add_target(const char* fn, const char* in_name, const char* out_name, index_t dim, const add_target<T>& t) {
-  check_view(fn, in_name, t.in, false);
-  check_view(fn, out_name, t.out, true);
+  throw_if_error(check_view(fn, in_name, t.in, false));
+  throw_if_error(check_view(fn, out_name, t.out, true));
   if (t.in.extent(2) != dim)
     throw_invalid_argument(fn, in_name, " feature dim (last extent)=", t.in.extent(2), " does not match dim=", dim);
   if (t.in.extents() != t.out.extents())

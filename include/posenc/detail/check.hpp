@@ -16,14 +16,15 @@ namespace detail {
 /// Extents and strides >= 0, non-null data when non-empty; an output must not write one element twice
 /// through a zero stride.
 template <class T, std::size_t R>
-void check_view(const char* fn, const char* name, const strided_view<T, R>& v, bool output) {
+status check_view(const char* fn, const char* name, const strided_view<T, R>& v, bool output) {
   for (std::size_t d = 0; d < R; ++d) {
-    if (v.extent(d) < 0) throw_invalid_argument(fn, name, ".extent(", d, ")=", v.extent(d), " must be >= 0");
-    if (v.stride(d) < 0) throw_invalid_argument(fn, name, ".stride(", d, ")=", v.stride(d), " must be >= 0");
+    if (v.extent(d) < 0) return fail(fn, name, ".extent(", d, ")=", v.extent(d), " must be >= 0");
+    if (v.stride(d) < 0) return fail(fn, name, ".stride(", d, ")=", v.stride(d), " must be >= 0");
     if (output && !v.empty() && v.stride(d) == 0 && v.extent(d) > 1)
-      throw_invalid_argument(fn, name, ".stride(", d, ")=0 with extent ", v.extent(d), " writes one element several times");
+      return fail(fn, name, ".stride(", d, ")=0 with extent ", v.extent(d), " writes one element several times");
   }
-  if (!v.empty() && v.data() == nullptr) throw_invalid_argument(fn, name, " is null");
+  if (!v.empty() && v.data() == nullptr) return fail(fn, name, " is null");
+  return {};
 }
 
 template <class T, class U, std::size_t R>

@@ -89,12 +89,14 @@ struct xpos_src {
   static constexpr int variants = 2;
 };
 
-/// A precomputed [positions][pairs] cos/sin table (rope_cache): row p, no arithmetic.
+/// A precomputed cos/sin table, no arithmetic: pair i of position p at cos[p * row_stride + i * pair_stride]
+/// (rope_cache: row_stride = pairs, pair_stride = 1; an engine's table through rope_table_view: any layout).
 template <class C>
 struct table_src {
   const C* cos;
   const C* sin;
-  index_t pairs;
+  index_t row_stride;
+  index_t pair_stride;
   static constexpr int variants = 1;
 };
 
@@ -108,14 +110,11 @@ struct is_table_src<table_src<C>> : std::true_type {};
 template <class Source, class In, class Out>
 using rope_acc_t = std::conditional_t<std::is_same_v<Source, xpos_src>, double, simd::acc2_t<In, Out>>;
 
-/// The cos/sin value type a source hands to the rows: the table's type, or the arithmetic type when formed.
+/// The cos/sin value type a source hands to the rows: the arithmetic type (a table of another type or layout
+/// is converted per token into a buffer, which every head of the token then reads with vector loads).
 template <class Source, class A>
 struct rope_value {
   using type = A;
-};
-template <class C, class A>
-struct rope_value<table_src<C>, A> {
-  using type = C;
 };
 
 // ---- positions a kernel walks, besides posenc::positions -------------------------------------------------------

@@ -328,12 +328,27 @@ inline void source_fill(const xpos_src& s, index_t p, index_t b, index_t e, doub
   }
 }
 
-/// A cache row: no arithmetic.
-template <class C>
-void source_fill(const table_src<C>& s, index_t p, index_t b, index_t, C (*)[rope_chunk], C (*)[rope_chunk],
+/// A table row: a pointer into the table when it holds the arithmetic type contiguously (rope_cache), else the
+/// row converted once per token into the buffer (a half table, interleaved (cos, sin) pairs, a double cache
+/// under float arithmetic): each value is load_as<C>, exactly what a per-pair load would give.
+template <class T, class C>
+void source_fill(const table_src<T>& s, index_t p, index_t b, index_t e, C (*cbuf)[rope_chunk], C (*sbuf)[rope_chunk],
                  const C** cos, const C** sin) {
-  cos[0] = s.cos + p * s.pairs + b;
-  sin[0] = s.sin + p * s.pairs + b;
+  const T* cr = s.cos + p * s.row_stride;
+  const T* sr = s.sin + p * s.row_stride;
+  if constexpr (std::is_same_v<T, C>) {
+    if (s.pair_stride == 1) {
+      cos[0] = cr + b;
+      sin[0] = sr + b;
+      return;
+    }
+  }
+  for (index_t i = b; i < e; ++i) {
+    cbuf[0][i - b] = simd::load_as<C>(cr[i * s.pair_stride]);
+    sbuf[0][i - b] = simd::load_as<C>(sr[i * s.pair_stride]);
+  }
+  cos[0] = cbuf[0];
+  sin[0] = sbuf[0];
 }
 
 // ---- the driver ---------------------------------------------------------------------------------------------
