@@ -9,6 +9,7 @@
 #include "posenc/dispatch.hpp"     // IWYU pragma: export
 #include "posenc/eigen.hpp"        // IWYU pragma: export
 #include "posenc/error.hpp"        // IWYU pragma: export
+#include "posenc/kv_cache.hpp"     // IWYU pragma: export
 #include "posenc/learned.hpp"      // IWYU pragma: export
 #include "posenc/mrope.hpp"        // IWYU pragma: export
 #include "posenc/positions.hpp"    // IWYU pragma: export

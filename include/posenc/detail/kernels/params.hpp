@@ -22,12 +22,39 @@
 POSENC_BEGIN_NAMESPACE
 namespace detail {
 
+/// Where token (n, l) of an input lands in the first two dimensions of its output: the same (n, l); row
+/// start[n] + l of sequence n (the append to a contiguous KV cache after start[n] cached tokens); or slot s =
+/// slots[n * slot_stride + l], row s % block_size of block s / block_size (vLLM's paged cache and slot
+/// mapping), a negative slot skipping the token. Validated by the public entry.
+struct token_map {
+  const std::int64_t* start = nullptr;
+  const std::int64_t* slots = nullptr;
+  index_t slot_stride = 0;
+  index_t block_size = 1;
+  bool identity() const { return start == nullptr && slots == nullptr; }
+  /// The output's (i0, i1) of token (n, l); false when the token is skipped.
+  bool at(index_t n, index_t l, index_t& i0, index_t& i1) const {
+    if (slots != nullptr) {
+      const std::int64_t s = slots[n * slot_stride + l];
+      if (s < 0) return false;
+      i0 = s / block_size;
+      i1 = s % block_size;
+      return true;
+    }
+    i0 = n;
+    i1 = start != nullptr ? start[n] + l : l;
+    return true;
+  }
+};
+
 /// An input/output pair of (N, L, H, D) views of storage types In and Out; in place when both address the
-/// same elements (then In == Out). Out of place, In and Out may differ (float q/k into a half KV cache).
+/// same elements (then In == Out). Out of place, In and Out may differ (float q/k into a half KV cache), and
+/// the output may be a KV cache the tokens land in through `map`.
 template <class In, class Out>
 struct rope_io {
   strided_view<const In, 4> in;
   strided_view<Out, 4> out;
+  token_map map{};
   bool in_place() const { return static_cast<const void*>(in.data()) == static_cast<const void*>(out.data()); }
 };
 

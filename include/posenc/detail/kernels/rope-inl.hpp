@@ -379,13 +379,18 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   for (index_t l = 0; l < n_len; ++l) {
     for (index_t n = 0; n < n_batch; ++n) {
       const auto p = pos.at(n, l);
-      for (const auto& t : io) {
-        if (t.in_place()) continue;
+      // Each target's output row of this token (a KV-cache slot through its map); skip[k] when it has none.
+      std::array<index_t, K> o0{}, o1{};
+      std::array<bool, K> skip{};
+      for (std::size_t k = 0; k < K; ++k) skip[k] = !io[k].map.at(n, l, o0[k], o1[k]);
+      for (std::size_t k = 0; k < K; ++k) {
+        const auto& t = io[k];
+        if (skip[k] || t.in_place()) continue;
         // Out of place: the features outside the rotated window pass through (converted to Out).
         const index_t dim = t.in.extent(3);
         for (index_t h = 0; h < t.in.extent(2); ++h) {
           const In* in_row = &t.in(n, l, h, 0);
-          Out* out_row = &t.out(n, l, h, 0);
+          Out* out_row = &t.out(o0[k], o1[k], h, 0);
           copy_span(in_row, t.in.stride(3), out_row, t.out.stride(3), offset);
           const index_t end = offset + 2 * pairs;
           copy_span(in_row + end * t.in.stride(3), t.in.stride(3), out_row + end * t.out.stride(3), t.out.stride(3),
@@ -412,6 +417,7 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
           have_row = true;
         }
         for (std::size_t k = 0; k < K; ++k) {
+          if (skip[k]) continue;
           const auto& t = io[k];
           const auto v = static_cast<std::size_t>(variant[k]);
           // Few tokens (decode): all heads of the token share each cos/sin load, which halves the loads of a
@@ -421,13 +427,26 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
           const index_t heads = t.in.extent(2);
           const index_t block = n_batch * n_len <= rope_few_tokens ? heads : 1;
           for (index_t h = 0; h < heads; h += block) {
-            rope_heads(style, &t.in(n, l, h, offset), t.in.stride(2), t.in.stride(3), &t.out(n, l, h, offset),
+            rope_heads(style, &t.in(n, l, h, offset), t.in.stride(2), t.in.stride(3), &t.out(o0[k], o1[k], h, offset),
                        t.out.stride(2), t.out.stride(3), block, pairs, b, e, cos[v], sin[v], static_cast<A>(sign));
           }
         }
       }
     }
   }
+}
+
+/// Copies every token's (H, D) rows of `in` to its output rows through `map` (V into a KV cache), converted to
+/// Out with one rounding.
+template <class In, class Out>
+void copy_tokens(target, const rope_io<In, Out>& t) {
+  for (index_t n = 0; n < t.in.extent(0); ++n)
+    for (index_t l = 0; l < t.in.extent(1); ++l) {
+      index_t o0 = 0, o1 = 0;
+      if (!t.map.at(n, l, o0, o1)) continue;
+      for (index_t h = 0; h < t.in.extent(2); ++h)
+        copy_span(&t.in(n, l, h, 0), t.in.stride(3), &t.out(o0, o1, h, 0), t.out.stride(3), t.in.extent(3));
+    }
 }
 
 /// The rows of a rope_cache: row p holds magnitude * (cos, sin)(p * w_i), i < pairs.

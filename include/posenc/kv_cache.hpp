@@ -1,0 +1,231 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// RoPE fused with the KV-cache append: K is rotated straight into its cache slots (and V copied next to it) in
+// one pass over the new tokens, no temporary, converting to the cache's storage type with one rounding. Two
+// cache shapes: contiguous [B, max_len, Hk, D] written after each sequence's cached length, and vLLM's paged
+// cache [num_blocks, block_size, Hk, D] addressed by a slot per token (vLLM reshape_and_cache_flash's
+// slot_mapping; a negative slot, vLLM's padding, is skipped). Other cache layouts, e.g. [num_blocks, Hk,
+// block_size, D], are the same views with permuted strides.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/check.hpp"
+#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/params.hpp"
+#include "posenc/detail/throw.hpp"
+#include "posenc/positions.hpp"
+#include "posenc/rope.hpp"
+#include "posenc/status.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+
+/// Where the N x L new tokens of a call go in a KV cache view [dim0, dim1, Hk, D]. Non-owning.
+///
+/// **Example**
+/// ```
+/// // paged: token (n, l) at slot_mapping[n * L + l]; block = slot / block_size, row = slot % block_size
+/// const auto slots = posenc::kv_slots::paged(slot_mapping, N, L);
+/// // contiguous: sequence n has seq_lens[n] tokens cached, the new ones follow
+/// const auto rows = posenc::kv_slots::contiguous(seq_lens, N);
+/// ```
+class kv_slots {
+ public:
+  /// Contiguous cache [B, max_len, Hk, D]: token (n, l) goes to row start[n] + l of batch row n.
+  static kv_slots contiguous(const std::int64_t* start, index_t batch) noexcept {
+    kv_slots s;
+    s.start_ = start;
+    s.batch_ = batch;
+    return s;
+  }
+  /// Paged cache [num_blocks, block_size, Hk, D]: token (n, l) goes to slot slot_mapping[n * row_stride + l]
+  /// (row_stride L when 0), i.e. row slot % block_size of block slot / block_size; slot -1 skips the token.
+  static kv_slots paged(const std::int64_t* slot_mapping, index_t batch, index_t length, index_t row_stride = 0) noexcept {
+    kv_slots s;
+    s.slots_ = slot_mapping;
+    s.batch_ = batch;
+    s.length_ = length;
+    s.stride_ = row_stride ? row_stride : length;
+    return s;
+  }
+
+  bool is_paged() const noexcept { return slots_ != nullptr || (start_ == nullptr && length_ >= 0); }
+  const std::int64_t* start() const noexcept { return start_; }
+  const std::int64_t* slot_mapping() const noexcept { return slots_; }
+  index_t batch() const noexcept { return batch_; }
+  index_t length() const noexcept { return length_; }
+  index_t row_stride() const noexcept { return stride_; }
+
+ private:
+  const std::int64_t* start_ = nullptr;
+  const std::int64_t* slots_ = nullptr;
+  index_t batch_ = 0;
+  index_t length_ = -1;  ///< -1 for contiguous
+  index_t stride_ = 0;
+};
+
+namespace detail {
+
+/// The (N, L, H, D) view of new tokens and the rank-4 view of a cache, each of its own storage type.
+template <class In, class Cache>
+auto make_cache_target(In&& in, Cache&& cache) {
+  auto vc = as_view(std::forward<Cache>(cache));
+  auto vi = as_nlhd(std::forward<In>(in));
+  using O = typename decltype(vc)::element_type;
+  using I = std::remove_const_t<typename decltype(vi)::element_type>;
+  static_assert(decltype(vc)::rank == 4, "posenc: a KV cache is a rank-4 view [dim0, dim1, heads, head dim]");
+  static_assert(!std::is_const_v<O>, "posenc: the KV cache must be writable");
+  static_assert(simd::is_storage_v<I> && simd::is_storage_v<O>,
+                "posenc: tensors of float, double or a 16-bit storage type (posenc/storage.hpp)");
+  return rope_io<I, O>{strided_view<const I, 4>(vi), vc, token_map{}};
+}
+
+/// Checks the slots against the new tokens (N, L) and the cache's first two extents; returns the map.
+inline status check_kv_slots(const char* fn, const kv_slots& s, index_t n, index_t l, index_t dim0, index_t dim1,
+                             token_map& map) {
+  if (s.batch() != n) return fail(fn, "slots batch=", s.batch(), " does not match N=", n);
+  if (!s.is_paged()) {
+    if (n > dim0) return fail(fn, "N=", n, " sequences exceed the cache's batch of ", dim0);
+    if (n > 0 && s.start() == nullptr) return fail(fn, "slots start lengths are null");
+    for (index_t i = 0; i < n; ++i) {
+      const std::int64_t v = s.start()[i];
+      if (v < 0) return fail(fn, "cached length[", i, "]=", v, " must be >= 0");
+      if (v > dim1 - l) return fail(fn, "cached length[", i, "]=", v, " + L=", l, " exceeds the cache's max_len=", dim1);
+    }
+    map = token_map{s.start(), nullptr, 0, 1};
+    return {};
+  }
+  if (s.length() != l) return fail(fn, "slot_mapping length=", s.length(), " does not match L=", l);
+  if (s.row_stride() < l) return fail(fn, "slot_mapping row_stride=", s.row_stride(), " is less than L=", l);
+  if (n > 0 && l > 0 && s.slot_mapping() == nullptr) return fail(fn, "slot_mapping is null");
+  if (dim1 <= 0 && n > 0 && l > 0) return fail(fn, "the cache's block_size (extent 1)=", dim1, " must be > 0");
+  const index_t slots = dim1 > 0 && dim0 > std::numeric_limits<index_t>::max() / dim1 ? std::numeric_limits<index_t>::max()
+                                                                                      : dim0 * dim1;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < l; ++j) {
+      const std::int64_t v = s.slot_mapping()[i * s.row_stride() + j];
+      if (v < -1 || v >= slots)
+        return fail(fn, "slot_mapping[", i, ", ", j, "]=", v, " is outside [-1, ", slots, ") (num_blocks * block_size)");
+    }
+  map = token_map{nullptr, s.slot_mapping(), s.row_stride(), dim1 > 0 ? dim1 : 1};
+  return {};
+}
+
+template <class I, class O>
+status check_cache_pair(const char* fn, const char* in_name, const char* cache_name, const strided_view<const I, 4>& in,
+                        const strided_view<O, 4>& cache) {
+  POSENC_TRY(check_view(fn, in_name, in, false));
+  POSENC_TRY(check_view(fn, cache_name, cache, true));
+  if (cache.extent(2) != in.extent(2) || cache.extent(3) != in.extent(3))
+    return fail(fn, cache_name, " (heads, head dim)=(", cache.extent(2), ", ", cache.extent(3), ") does not match ", in_name,
+                " (", in.extent(2), ", ", in.extent(3), ")");
+  if (spans_overlap(in, cache)) return fail(fn, cache_name, " overlaps ", in_name);
+  return {};
+}
+
+template <class Dispatch, class F, class KIn, class KOut, class VIn, class VOut>
+status append_entry(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
+                    const positions& pos, const kv_slots& slots, bool run) {
+  if constexpr (std::is_same_v<F, rope_plan>) {
+    if (freq.empty()) return fail(fn, "plan is empty");
+  } else {
+    POSENC_TRY(check_source(fn, freq));
+  }
+  const rope_geom g = geom_of(freq);
+  POSENC_TRY(check_cache_pair(fn, "k", "k_cache", tk.in, tk.out));
+  POSENC_TRY(check_cache_pair(fn, "v", "v_cache", tv.in, tv.out));
+  if (tk.in.extent(3) != g.head_dim)
+    return fail(fn, "k head dim (extent 3)=", tk.in.extent(3), " does not match the plan's head_dim=", g.head_dim);
+  if (tv.in.extent(0) != tk.in.extent(0) || tv.in.extent(1) != tk.in.extent(1) || tv.in.extent(2) != tk.in.extent(2))
+    return fail(fn, "v (N, L, H)=(", tv.in.extent(0), ", ", tv.in.extent(1), ", ", tv.in.extent(2), ") does not match k (",
+                tk.in.extent(0), ", ", tk.in.extent(1), ", ", tk.in.extent(2), ")");
+  if (tv.out.extent(0) != tk.out.extent(0) || tv.out.extent(1) != tk.out.extent(1))
+    return fail(fn, "v_cache (extent 0, extent 1)=(", tv.out.extent(0), ", ", tv.out.extent(1), ") does not match k_cache (",
+                tk.out.extent(0), ", ", tk.out.extent(1), ")");
+  if (spans_overlap(tk.out, tv.out)) return fail(fn, "v_cache overlaps k_cache");
+  if (spans_overlap(tk.in, tv.out)) return fail(fn, "v_cache overlaps k");
+  if (spans_overlap(tv.in, tk.out)) return fail(fn, "k_cache overlaps v");
+  index_t max_pos = -1;
+  POSENC_TRY(validate_positions(fn, pos, tk.in.extent(0), tk.in.extent(1), max_pos));
+  if (max_pos >= max_positions_of(freq))
+    return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
+  token_map map;
+  POSENC_TRY(check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map));
+  if (!run || max_pos < 0) return {};
+  rope_io<KIn, KOut> k = tk;
+  rope_io<VIn, VOut> v = tv;
+  k.map = map;
+  v.map = map;
+  run_rope<Dispatch>(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
+  Dispatch::call([&](auto t) { copy_tokens(t, v); });
+  return {};
+}
+
+}  // namespace detail
+
+/// RoPE on K fused with the KV-cache append: k_cache[slot(n, l), h, :] = RoPE(k[n, l, h, :]) at position
+/// pos(n, l), v_cache[slot(n, l), h, :] = v[n, l, h, :], each converted to the cache's storage type with one
+/// rounding (the rotation as apply_rope's out-of-place form; vLLM's rotary_embedding + reshape_and_cache in
+/// one pass). `k`, `v`: (N, L, Hk, D) and (N, L, Hk, Dv) views (often into a fused QKV buffer); caches:
+/// [B, max_len, Hk, D] with kv_slots::contiguous, or [num_blocks, block_size, Hk, D] with kv_slots::paged.
+/// Fails with invalid_argument, writing nothing, on a shape mismatch, a slot outside the cache, a cached length
+/// past max_len, overlapping inputs and caches, or bad positions. Token slots must be distinct (not checked).
+///
+/// **Example**
+/// ```
+/// // decode: one token per sequence, into a paged fp16 cache
+/// posenc::rope_append_kv(cache, k, v, k_cache, v_cache, posenc::positions::per_sequence(seq_lens, N),
+///                        posenc::kv_slots::paged(slot_mapping, N, 1));
+/// ```
+template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
+          class Dispatch = detail::default_dispatch>
+status try_rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
+                          const kv_slots& slots) noexcept {
+  const auto tk = detail::make_cache_target(k, k_cache);
+  const auto tv = detail::make_cache_target(v, v_cache);
+  return detail::append_entry<Dispatch>("rope_append_kv", freq, tk, tv, pos, slots, true);
+}
+template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
+          class Dispatch = detail::default_dispatch>
+void rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos, const kv_slots& slots) {
+  detail::throw_if_error(try_rope_append_kv<F, K&, V&, KC&, VC&, void, Dispatch>(freq, k, v, k_cache, v_cache, pos, slots));
+}
+
+/// A whole attention layer's RoPE step: q rotated in place, k rotated into k_cache and v copied into v_cache
+/// (rope_append_kv). Everything is checked before anything is written.
+template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
+          class Dispatch = detail::default_dispatch>
+status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
+                             const kv_slots& slots) noexcept {
+  constexpr const char* fn = "rope_qk_append_kv";
+  const auto tq = detail::make_target(q, q);
+  const auto tk = detail::make_cache_target(k, k_cache);
+  const auto tv = detail::make_cache_target(v, v_cache);
+  POSENC_TRY(detail::append_entry<Dispatch>(fn, freq, tk, tv, pos, slots, false));
+  index_t max_pos = -1;
+  POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(freq), pos, std::array<std::decay_t<decltype(tq)>, 1>{tq},
+                                     {"q", "q"}, max_pos));
+  if (tq.in.extent(0) != tk.in.extent(0) || tq.in.extent(1) != tk.in.extent(1))
+    return detail::fail(fn, "q (N, L)=(", tq.in.extent(0), ", ", tq.in.extent(1), ") does not match k (", tk.in.extent(0),
+                        ", ", tk.in.extent(1), ")");
+  if (detail::spans_overlap(tq.out, tk.out) || detail::spans_overlap(tq.out, tv.out))
+    return detail::fail(fn, "q overlaps a cache");
+  if (max_pos < 0) return {};
+  detail::run_rope<Dispatch>(freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 1>{tq});
+  return detail::append_entry<Dispatch>(fn, freq, tk, tv, pos, slots, true);
+}
+template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
+          class Dispatch = detail::default_dispatch>
+void rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
+                       const kv_slots& slots) {
+  detail::throw_if_error(
+      try_rope_qk_append_kv<F, Q&, K&, V&, KC&, VC&, void, Dispatch>(freq, q, k, v, k_cache, v_cache, pos, slots));
+}
+
+POSENC_END_NAMESPACE

@@ -1,0 +1,254 @@
+// RoPE fused with the KV-cache append (posenc/kv_cache.hpp) and engines' own cos/sin tables
+// (rope_table_view), once per ISA. References: RoPE evaluated here in long double from the formula; V's cache
+// values are Eigen's own float-to-half/bfloat16 conversions of the input (independent of posenc's); and the
+// fused call must equal, bit for bit, the unfused composition of posenc's apply_rope and a copy.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <posenc/posenc.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using posenc::index_t;
+using namespace posenc_test;
+using ld = long double;
+
+/// RoPE of one head row (pairs of the window [0, R)), long double; features past R pass through.
+std::vector<ld> rope_row(const float* x, index_t d, index_t r, index_t p, double base, bool interleaved) {
+  std::vector<ld> y(x, x + d);
+  for (index_t i = 0; i < r / 2; ++i) {
+    const ld w = std::pow(static_cast<ld>(base), -static_cast<ld>(2 * i) / static_cast<ld>(r));
+    const ld t = static_cast<ld>(p) * w;
+    const index_t a = interleaved ? 2 * i : i;
+    const index_t b = interleaved ? 2 * i + 1 : i + r / 2;
+    y[a] = static_cast<ld>(x[a]) * std::cos(t) - static_cast<ld>(x[b]) * std::sin(t);
+    y[b] = static_cast<ld>(x[b]) * std::cos(t) + static_cast<ld>(x[a]) * std::sin(t);
+  }
+  return y;
+}
+
+template <class T>
+std::uint16_t bits(T v) {
+  std::uint16_t u;
+  std::memcpy(&u, &v, 2);
+  return u;
+}
+
+/// A fused QKV buffer [N, L, (Hq + 2 Hk) * D] of random floats and its q, k, v views.
+struct Qkv {
+  index_t n, l, hq, hk, d;
+  std::vector<float> buf;
+  Qkv(index_t n_, index_t l_, index_t hq_, index_t hk_, index_t d_, unsigned seed)
+      : n(n_), l(l_), hq(hq_), hk(hk_), d(d_), buf(static_cast<std::size_t>(n_ * l_ * (hq_ + 2 * hk_) * d_)) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+    for (auto& v : buf) v = u(g);
+  }
+  index_t row() const { return (hq + 2 * hk) * d; }
+  posenc::strided_view<float, 4> part(index_t head0, index_t heads) {
+    return {buf.data() + head0 * d, {n, l, heads, d}, {l * row(), row(), d, 1}};
+  }
+  posenc::strided_view<float, 4> q() { return part(0, hq); }
+  posenc::strided_view<float, 4> k() { return part(hq, hk); }
+  posenc::strided_view<float, 4> v() { return part(hq + hk, hk); }
+};
+
+using KvCache = IsaOnlyTest;
+
+TEST_P(KvCache, PagedHalfCacheFromFusedQkvWithSkippedSlots) {
+  const index_t N = 3, L = 2, Hq = 4, Hk = 2, D = 40, blocks = 5, bs = 4;
+  for (const bool inter : {false, true}) {
+    SCOPED_TRACE(inter ? "interleaved" : "half_split");
+    Qkv x(N, L, Hq, Hk, D, 5);
+    posenc::rope_config cfg;
+    cfg.head_dim = D;
+    cfg.style = inter ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+    const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), 4096);
+    const std::vector<std::int64_t> lens = {17, 0, 3000};
+    const std::vector<std::int64_t> slots = {9, 10, -1, 0, 19, 4};  // (1, 0) is padding
+    const Eigen::half sentinel(-7.0f);
+    std::vector<Eigen::half> kc(static_cast<std::size_t>(blocks * bs * Hk * D), sentinel), vc(kc.size(), sentinel);
+    posenc::strided_view<Eigen::half, 4> kcv(kc.data(), {blocks, bs, Hk, D}), vcv(vc.data(), {blocks, bs, Hk, D});
+    const auto pos = posenc::positions::per_sequence(lens.data(), N);
+    ASSERT_TRUE(posenc::try_rope_append_kv(cache, x.k(), x.v(), kcv, vcv, pos, posenc::kv_slots::paged(slots.data(), N, L)).ok());
+    std::vector<bool> written(static_cast<std::size_t>(blocks * bs), false);
+    for (index_t n = 0; n < N; ++n)
+      for (index_t l = 0; l < L; ++l) {
+        const std::int64_t s = slots[static_cast<std::size_t>(n * L + l)];
+        if (s < 0) continue;
+        written[static_cast<std::size_t>(s)] = true;
+        for (index_t h = 0; h < Hk; ++h) {
+          const std::vector<ld> ref = rope_row(&x.k()(n, l, h, 0), D, D, lens[static_cast<std::size_t>(n)] + l, 10000.0, inter);
+          for (index_t e = 0; e < D; ++e) {
+            const double want = static_cast<double>(ref[static_cast<std::size_t>(e)]);
+            const double got = static_cast<float>(kcv(s / bs, s % bs, h, e));
+            EXPECT_NEAR(got, want, std::ldexp(std::fabs(want), -11) + 4e-6) << "k slot " << s << " h " << h << " e " << e;
+            EXPECT_EQ(bits(vcv(s / bs, s % bs, h, e)), bits(Eigen::half(x.v()(n, l, h, e)))) << "v slot " << s;
+          }
+        }
+      }
+    for (index_t s = 0; s < blocks * bs; ++s)
+      if (!written[static_cast<std::size_t>(s)])
+        for (index_t h = 0; h < Hk; ++h)
+          for (index_t e = 0; e < D; ++e) {
+            ASSERT_EQ(bits(kcv(s / bs, s % bs, h, e)), bits(sentinel)) << "slot " << s << " was written";
+            ASSERT_EQ(bits(vcv(s / bs, s % bs, h, e)), bits(sentinel)) << "slot " << s << " was written";
+          }
+  }
+}
+
+TEST_P(KvCache, FusedEqualsUnfusedContiguousBf16PartialRotary) {
+  // rope_qk_append_kv == apply_rope(q) in place + apply_rope(k -> bf16 rows) + a converting copy of v, bit for
+  // bit, for a contiguous cache at per-sequence lengths, partial rotary dims and the cache-free plan.
+  const index_t N = 2, L = 5, Hq = 3, Hk = 1, D = 24, maxlen = 16;
+  Qkv x(N, L, Hq, Hk, D, 9);
+  Qkv ref = x;
+  posenc::rope_config cfg;
+  cfg.head_dim = D;
+  cfg.rotary_dim = 16;
+  cfg.base = 500000.0;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+  const std::vector<std::int64_t> lens = {0, 11};
+  const auto pos = posenc::positions::per_sequence(lens.data(), N);
+  std::vector<Eigen::bfloat16> kc(static_cast<std::size_t>(N * maxlen * Hk * D), Eigen::bfloat16(3.0f)), vc = kc;
+  posenc::strided_view<Eigen::bfloat16, 4> kcv(kc.data(), {N, maxlen, Hk, D}), vcv(vc.data(), {N, maxlen, Hk, D});
+  posenc::rope_qk_append_kv(plan, x.q(), x.k(), x.v(), kcv, vcv, pos, posenc::kv_slots::contiguous(lens.data(), N));
+
+  posenc::apply_rope(plan, ref.q(), pos);
+  std::vector<Eigen::bfloat16> kr(static_cast<std::size_t>(N * L * Hk * D));
+  posenc::apply_rope(plan, ref.k(), posenc::strided_view<Eigen::bfloat16, 4>(kr.data(), {N, L, Hk, D}), pos);
+  for (index_t n = 0; n < N; ++n)
+    for (index_t l = 0; l < L; ++l)
+      for (index_t h = 0; h < Hq; ++h)
+        for (index_t e = 0; e < D; ++e) ASSERT_EQ(x.q()(n, l, h, e), ref.q()(n, l, h, e));
+  for (index_t n = 0; n < N; ++n)
+    for (index_t t = 0; t < maxlen; ++t)
+      for (index_t e = 0; e < D; ++e) {
+        const index_t l = t - lens[static_cast<std::size_t>(n)];
+        const bool mine = l >= 0 && l < L;
+        const Eigen::bfloat16 k_want = mine ? kr[static_cast<std::size_t>((n * L + l) * D + e)] : Eigen::bfloat16(3.0f);
+        const Eigen::bfloat16 v_want = mine ? Eigen::bfloat16(ref.v()(n, l, 0, e)) : Eigen::bfloat16(3.0f);
+        ASSERT_EQ(bits(kcv(n, t, 0, e)), bits(k_want)) << "k n " << n << " t " << t << " e " << e;
+        ASSERT_EQ(bits(vcv(n, t, 0, e)), bits(v_want)) << "v n " << n << " t " << t << " e " << e;
+      }
+}
+
+TEST_P(KvCache, RejectedCallsWriteNothing) {
+  const index_t N = 2, L = 1, Hk = 2, D = 8;
+  Qkv x(N, L, 2, Hk, D, 1);
+  posenc::rope_config cfg;
+  cfg.head_dim = D;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+  std::vector<float> kc(static_cast<std::size_t>(2 * 4 * Hk * D), 5.0f), vc = kc;
+  posenc::strided_view<float, 4> kcv(kc.data(), {2, 4, Hk, D}), vcv(vc.data(), {2, 4, Hk, D});
+  const std::vector<std::int64_t> lens = {3, 4};
+  const std::vector<std::int64_t> bad_slot = {2, 8};
+  const Qkv before = x;
+  struct Case {
+    posenc::status s;
+    const char* text;
+  };
+  const auto pos = posenc::positions::per_sequence(lens.data(), N);
+  const Case cases[] = {
+      {posenc::try_rope_append_kv(plan, x.k(), x.v(), kcv, vcv, pos, posenc::kv_slots::contiguous(lens.data(), N)),
+       "posenc::rope_append_kv: cached length[1]=4 + L=1 exceeds the cache's max_len=4"},
+      {posenc::try_rope_append_kv(plan, x.k(), x.v(), kcv, vcv, pos, posenc::kv_slots::paged(bad_slot.data(), N, L)),
+       "posenc::rope_append_kv: slot_mapping[1, 0]=8 is outside [-1, 8) (num_blocks * block_size)"},
+      {posenc::try_rope_append_kv(plan, x.k(), x.v(), kcv, kcv, pos, posenc::kv_slots::paged(lens.data(), N, L)),
+       "posenc::rope_append_kv: v_cache overlaps k_cache"},
+      {posenc::try_rope_append_kv(plan, x.k(), x.v(), kcv.slice(2, 0, 1), vcv, pos, posenc::kv_slots::paged(lens.data(), N, L)),
+       "posenc::rope_append_kv: k_cache (heads, head dim)=(1, 8) does not match k (2, 8)"},
+      {posenc::try_rope_qk_append_kv(plan, x.q(), x.k(), x.v(), kcv, vcv, posenc::positions::offset(-1),
+                                     posenc::kv_slots::paged(lens.data(), N, L)),
+       "posenc::rope_qk_append_kv: positions offset=-1 must be >= 0"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_FALSE(c.s.ok());
+    EXPECT_EQ(c.s.code(), posenc::errc::invalid_argument);
+    EXPECT_EQ(c.s.message(), c.text);
+  }
+  for (float v : kc) ASSERT_EQ(v, 5.0f);
+  for (float v : vc) ASSERT_EQ(v, 5.0f);
+  ASSERT_EQ(x.buf, before.buf);
+  // The throwing form carries the same message.
+  try {
+    posenc::rope_append_kv(plan, x.k(), x.v(), kcv, vcv, pos, posenc::kv_slots::contiguous(lens.data(), N));
+    FAIL() << "no exception";
+  } catch (const posenc::argument_error& e) {
+    EXPECT_STREQ(e.what(), cases[0].text);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, KvCache, ::testing::ValuesIn(all_isas()), isa_only_name);
+
+using TableView = IsaOnlyTest;
+
+TEST_P(TableView, EngineLayoutsMatchTheCacheAndTheFormula) {
+  const index_t N = 1, L = 6, H = 3, D = 36, P = 64;
+  for (const bool inter : {false, true}) {
+    SCOPED_TRACE(inter ? "interleaved" : "half_split");
+    posenc::rope_config cfg;
+    cfg.head_dim = D;
+    cfg.style = inter ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+    const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), P);
+    const index_t R2 = D / 2;
+    // The same values in three engine layouts (float), and a half table.
+    std::vector<float> vllm(static_cast<std::size_t>(P * D)), pairs(vllm.size()), hf_cos(vllm.size()), hf_sin(vllm.size());
+    std::vector<Eigen::half> half_cs(vllm.size());
+    for (index_t p = 0; p < P; ++p)
+      for (index_t i = 0; i < R2; ++i) {
+        const float c = cache.cos_data()[p * R2 + i], s = cache.sin_data()[p * R2 + i];
+        vllm[static_cast<std::size_t>(p * D + i)] = c;
+        vllm[static_cast<std::size_t>(p * D + R2 + i)] = s;
+        pairs[static_cast<std::size_t>(p * D + 2 * i)] = c;
+        pairs[static_cast<std::size_t>(p * D + 2 * i + 1)] = s;
+        hf_cos[static_cast<std::size_t>(p * D + i)] = hf_cos[static_cast<std::size_t>(p * D + R2 + i)] = c;
+        hf_sin[static_cast<std::size_t>(p * D + i)] = hf_sin[static_cast<std::size_t>(p * D + R2 + i)] = s;
+        half_cs[static_cast<std::size_t>(p * D + i)] = Eigen::half(c);
+        half_cs[static_cast<std::size_t>(p * D + R2 + i)] = Eigen::half(s);
+      }
+    const posenc::rope_geometry g{D, 0, 0, cfg.style};
+    std::vector<float> x(static_cast<std::size_t>(N * L * H * D));
+    std::mt19937 gen(3);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& v : x) v = u(gen);
+    const auto pos = posenc::positions::offset(40);
+    auto run = [&](const auto& freq) {
+      std::vector<float> y = x;
+      EXPECT_TRUE(posenc::try_apply_rope(freq, posenc::strided_view<float, 4>(y.data(), {N, L, H, D}), pos).ok());
+      return y;
+    };
+    const std::vector<float> want = run(cache);
+    EXPECT_EQ(run(posenc::rope_table_view<float>::cos_sin_cache(vllm.data(), P, g)), want);
+    EXPECT_EQ(run(posenc::rope_table_view<float>::interleaved_pairs(pairs.data(), P, g)), want);
+    EXPECT_EQ(run(posenc::rope_table_view<float>::separate(hf_cos.data(), hf_sin.data(), P, g, D)), want);
+    const std::vector<float> yh = run(posenc::rope_table_view<Eigen::half>::cos_sin_cache(half_cs.data(), P, g));
+    for (index_t r = 0; r < N * L * H; ++r) {
+      const std::vector<ld> ref = rope_row(&x[static_cast<std::size_t>(r * D)], D, D, 40 + (r / H) % L, 10000.0, inter);
+      for (index_t e = 0; e < D; ++e)  // a half table: cos/sin within 2^-11 relative
+        EXPECT_NEAR(yh[static_cast<std::size_t>(r * D + e)], static_cast<double>(ref[static_cast<std::size_t>(e)]), 2e-3);
+    }
+    // Past the table, or a geometry that does not fit: rejected, nothing written.
+    std::vector<float> y = x;
+    const posenc::status s = posenc::try_apply_rope(posenc::rope_table_view<float>::cos_sin_cache(vllm.data(), 45, g),
+                                                    posenc::strided_view<float, 4>(y.data(), {N, L, H, D}), pos);
+    EXPECT_EQ(s.message(), "posenc::apply_rope: position 45 is past the cache of 45 positions");
+    const posenc::rope_geometry odd{D, 7, 0, cfg.style};
+    EXPECT_EQ(posenc::try_apply_rope(posenc::rope_table_view<float>::cos_sin_cache(vllm.data(), P, odd),
+                                     posenc::strided_view<float, 4>(y.data(), {N, L, H, D}), pos)
+                  .message(),
+              "posenc::apply_rope: table geometry rotary_dim=7 must be even, > 0 and <= head_dim=36");
+    EXPECT_EQ(y, x);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, TableView, ::testing::ValuesIn(all_isas()), isa_only_name);
+
+}  // namespace
