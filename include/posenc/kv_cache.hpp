@@ -72,8 +72,9 @@ class kv_slots {
 
 namespace detail {
 
-/// The (N, L, H, D) view of new tokens and the rank-4 view of a cache, each of its own storage type.
-template <class In, class Cache>
+/// The (N, L, H, D) view of new tokens and the rank-4 view of a cache, each of its own storage type (with
+/// Codes, the cache may hold 8-bit codes: posenc/quantize.hpp).
+template <bool Codes = false, class In, class Cache>
 auto make_cache_target(In&& in, Cache&& cache) {
   auto vc = as_view(std::forward<Cache>(cache));
   auto vi = as_nlhd(std::forward<In>(in));
@@ -81,7 +82,7 @@ auto make_cache_target(In&& in, Cache&& cache) {
   using I = std::remove_const_t<typename decltype(vi)::element_type>;
   static_assert(decltype(vc)::rank == 4, "posenc: a KV cache is a rank-4 view [dim0, dim1, heads, head dim]");
   static_assert(!std::is_const_v<O>, "posenc: the KV cache must be writable");
-  static_assert(simd::is_storage_v<I> && simd::is_storage_v<O>,
+  static_assert(simd::is_storage_v<I> && (simd::is_storage_v<O> || Codes),
                 "posenc: tensors of float, double or a 16-bit storage type (posenc/storage.hpp)");
   return rope_io<I, O>{strided_view<const I, 4>(vi), vc, token_map{}};
 }
@@ -129,9 +130,11 @@ status check_cache_pair(const char* fn, const char* in_name, const char* cache_n
   return {};
 }
 
-template <class Dispatch, class F, class KIn, class KOut, class VIn, class VOut>
-status append_entry(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
-                    const positions& pos, const kv_slots& slots, bool run) {
+/// Checks a KV-cache append: the source, k and v against their caches and each other, the positions and the
+/// slots; sets the token map and the largest position.
+template <class F, class KIn, class KOut, class VIn, class VOut>
+status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
+                    const positions& pos, const kv_slots& slots, token_map& map, index_t& max_pos) {
   if constexpr (std::is_same_v<F, rope_plan>) {
     if (freq.empty()) return fail(fn, "plan is empty");
   } else {
@@ -151,20 +154,19 @@ status append_entry(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
   if (spans_overlap(tk.out, tv.out)) return fail(fn, "v_cache overlaps k_cache");
   if (spans_overlap(tk.in, tv.out)) return fail(fn, "v_cache overlaps k");
   if (spans_overlap(tv.in, tk.out)) return fail(fn, "k_cache overlaps v");
-  index_t max_pos = -1;
   POSENC_TRY(validate_positions(fn, pos, tk.in.extent(0), tk.in.extent(1), max_pos));
   if (max_pos >= max_positions_of(freq))
     return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
-  token_map map;
-  POSENC_TRY(check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map));
-  if (!run || max_pos < 0) return {};
-  rope_io<KIn, KOut> k = tk;
-  rope_io<VIn, VOut> v = tv;
+  return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
+}
+
+/// Rotates k into its cache slots and copies v into theirs (checked by check_append).
+template <class Dispatch, class F, class KIn, class KOut, class VIn, class VOut>
+void run_append(const F& freq, rope_io<KIn, KOut> k, rope_io<VIn, VOut> v, const positions& pos, const token_map& map) {
   k.map = map;
   v.map = map;
   run_rope<Dispatch>(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
   Dispatch::call([&](auto t) { copy_tokens(t, v); });
-  return {};
 }
 
 }  // namespace detail
@@ -189,7 +191,11 @@ status try_rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cach
                           const kv_slots& slots) noexcept {
   const auto tk = detail::make_cache_target(k, k_cache);
   const auto tv = detail::make_cache_target(v, v_cache);
-  return detail::append_entry<Dispatch>("rope_append_kv", freq, tk, tv, pos, slots, true);
+  detail::token_map map;
+  index_t max_pos = -1;
+  POSENC_TRY(detail::check_append("rope_append_kv", freq, tk, tv, pos, slots, map, max_pos));
+  if (max_pos >= 0) detail::run_append<Dispatch>(freq, tk, tv, pos, map);
+  return {};
 }
 template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
           class Dispatch = detail::default_dispatch>
@@ -207,8 +213,9 @@ status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, V
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_cache_target(k, k_cache);
   const auto tv = detail::make_cache_target(v, v_cache);
-  POSENC_TRY(detail::append_entry<Dispatch>(fn, freq, tk, tv, pos, slots, false));
+  detail::token_map map;
   index_t max_pos = -1;
+  POSENC_TRY(detail::check_append(fn, freq, tk, tv, pos, slots, map, max_pos));
   POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(freq), pos, std::array<std::decay_t<decltype(tq)>, 1>{tq},
                                      {"q", "q"}, max_pos));
   if (tq.in.extent(0) != tk.in.extent(0) || tq.in.extent(1) != tk.in.extent(1))
@@ -218,7 +225,8 @@ status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, V
     return detail::fail(fn, "q overlaps a cache");
   if (max_pos < 0) return {};
   detail::run_rope<Dispatch>(freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 1>{tq});
-  return detail::append_entry<Dispatch>(fn, freq, tk, tv, pos, slots, true);
+  detail::run_append<Dispatch>(freq, tk, tv, pos, map);
+  return {};
 }
 template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
           class Dispatch = detail::default_dispatch>

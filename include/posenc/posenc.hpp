@@ -13,6 +13,7 @@
 #include "posenc/learned.hpp"      // IWYU pragma: export
 #include "posenc/mrope.hpp"        // IWYU pragma: export
 #include "posenc/positions.hpp"    // IWYU pragma: export
+#include "posenc/quantize.hpp"     // IWYU pragma: export
 #include "posenc/relative_bias.hpp" // IWYU pragma: export
 #include "posenc/rope.hpp"         // IWYU pragma: export
 #include "posenc/rope_ops.hpp"     // IWYU pragma: export

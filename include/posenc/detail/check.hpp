@@ -33,8 +33,8 @@ bool same_view(const strided_view<T, R>& a, const strided_view<U, R>& b) {
          a.strides() == b.strides();
 }
 
-template <class T, class U, std::size_t R>
-bool spans_overlap(const strided_view<T, R>& a, const strided_view<U, R>& b) {
+template <class T, std::size_t R, class U, std::size_t S>
+bool spans_overlap(const strided_view<T, R>& a, const strided_view<U, S>& b) {
   if (a.empty() || b.empty()) return false;
   const auto* a0 = reinterpret_cast<const char*>(a.data());
   const auto* b0 = reinterpret_cast<const char*>(b.data());
