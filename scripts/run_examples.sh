@@ -7,7 +7,7 @@ bash scripts/install_deps.sh
 build=${1:-build/examples-release}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPOSENC_BUILD_TESTS=OFF -DPOSENC_BUILD_EXAMPLES=ON
 cmake --build "$build" -j "$(nproc)"
-for ex in rope_kv_cache continuous_batching alibi_kv_cache thread_pool_rope; do
+for ex in rope_kv_cache continuous_batching alibi_kv_cache thread_pool_rope paged_decode; do
   echo "== examples/$ex"
   "$build/examples/$ex"
 done
