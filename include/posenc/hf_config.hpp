@@ -8,7 +8,8 @@
 // v5 `rope_parameters` with `RotaryEmbeddingConfigMixin.standardize_rope_params`) and the model classes that
 // read RoPE keys of their own (GPT-NeoX `rotary_pct` / `rotary_emb_base`, Phi-3's top-level
 // `original_max_position_embeddings`, DeepSeek-V2/V3's `qk_rope_head_dim` and interleaved pairs). Where v4 and
-// v5 disagree, v5 wins and the function documentation says so.
+// v5 disagree, v5 wins and the function documentation says so. This header only finds the keys: what they
+// mean is the mapping shared with the GGUF reader (rope_params.hpp).
 #pragma once
 
 #include <cmath>
@@ -26,8 +27,9 @@
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/error.hpp"
+#include "posenc/rope_params.hpp"
 #include "posenc/rope_scaling.hpp"
-#include "posenc/tensor_view.hpp"
+#include "posenc/status.hpp"
 
 POSENC_BEGIN_NAMESPACE
 
@@ -92,21 +94,28 @@ namespace detail::hf {
 using json = nlohmann::json;
 
 inline constexpr const char* fn = "rope_config_from_hf";
-inline constexpr const char* known_types = "default, linear, dynamic, yarn, longrope, llama3; legacy: su, mrope";
 
-/// A value for an error message: its JSON text, shortened.
+/// A value for an error message: its JSON text, shortened. Invalid UTF-8 is replaced rather than thrown on.
 inline std::string shown(const json& v) {
-  std::string s = v.dump();
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 64) s = s.substr(0, 61) + "...";
   return s;
 }
 
 /// A JSON object and the dotted name its keys are reported under ("" for the root, "rope_scaling.", ...).
+/// The readers never throw: the first error goes to *err (later ones are dropped, so the message is about
+/// the first bad key) and the read returns "absent"; the parser checks *err before it uses a value.
 struct section {
   const json* obj = nullptr;  // null: an absent section, every key absent
   std::string prefix;
+  status* err = nullptr;
 
   std::string name(const char* key) const { return prefix + key; }
+
+  template <class... Parts>
+  void error(const Parts&... parts) const {
+    if (err->ok()) *err = fail(fn, parts...);
+  }
 
   /// The key's value, or null when the key is absent or JSON null (HF treats both as "not set").
   const json* get(const char* key) const {
@@ -116,20 +125,18 @@ struct section {
   }
   bool has(const char* key) const { return get(key) != nullptr; }
 
-  [[noreturn]] void missing(const char* key, const std::string& why) const {
-    throw_invalid_argument(fn, name(key), " is missing (required for ", why, ")");
+  void missing(const char* key, const std::string& why) const {
+    error(name(key), " is missing (required for ", why, ")");
   }
 
   std::optional<double> opt_number(const char* key) const {
     const json* v = get(key);
     if (v == nullptr) return std::nullopt;
-    if (!v->is_number()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be a number, got ", v->type_name());
+    if (!v->is_number()) {
+      error(name(key), "=", shown(*v), " must be a number, got ", v->type_name());
+      return std::nullopt;
+    }
     return v->get<double>();
-  }
-  double number(const char* key, const std::string& why) const {
-    const auto v = opt_number(key);
-    if (!v) missing(key, why);
-    return *v;
   }
 
   /// Integers; a float with an integral value (4096.0) is accepted, as Python's int() of a config would.
@@ -150,39 +157,55 @@ struct section {
     const json* v = get(key);
     if (v == nullptr) return std::nullopt;
     const auto i = as_integer(*v);
-    if (!i) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be an integer");
+    if (!i) error(name(key), "=", shown(*v), " must be an integer");
     return i;
   }
   /// A count or length: an integer > 0.
   std::optional<index_t> opt_positive(const char* key) const {
     const auto i = opt_integer(key);
-    if (i && *i <= 0) throw_invalid_argument(fn, name(key), "=", *i, " must be > 0");
+    if (i && *i <= 0) {
+      error(name(key), "=", *i, " must be > 0");
+      return std::nullopt;
+    }
     return i;
   }
 
   std::optional<bool> opt_bool(const char* key) const {
     const json* v = get(key);
     if (v == nullptr) return std::nullopt;
-    if (!v->is_boolean()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be true or false");
+    if (!v->is_boolean()) {
+      error(name(key), "=", shown(*v), " must be true or false");
+      return std::nullopt;
+    }
     return v->get<bool>();
   }
 
   std::optional<std::string> opt_string(const char* key) const {
     const json* v = get(key);
     if (v == nullptr) return std::nullopt;
-    if (!v->is_string()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be a string, got ", v->type_name());
+    if (!v->is_string()) {
+      error(name(key), "=", shown(*v), " must be a string, got ", v->type_name());
+      return std::nullopt;
+    }
     return v->get<std::string>();
   }
 
-  std::vector<double> numbers(const char* key, const std::string& why) const {
+  /// An array of numbers; empty when absent (the mapping reports a required one as missing).
+  std::vector<double> numbers(const char* key) const {
     const json* v = get(key);
-    if (v == nullptr) missing(key, why);
-    if (!v->is_array()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be an array of numbers");
     std::vector<double> out;
+    if (v == nullptr) return out;
+    if (!v->is_array()) {
+      error(name(key), "=", shown(*v), " must be an array of numbers");
+      return out;
+    }
     out.reserve(v->size());
     for (std::size_t i = 0; i < v->size(); ++i) {
       const json& e = (*v)[i];
-      if (!e.is_number()) throw_invalid_argument(fn, name(key), "[", i, "]=", shown(e), " must be a number");
+      if (!e.is_number()) {
+        error(name(key), "[", i, "]=", shown(e), " must be a number");
+        return {};
+      }
       out.push_back(e.get<double>());
     }
     return out;
@@ -192,23 +215,31 @@ struct section {
     const json* v = get(key);
     std::vector<index_t> out;
     if (v == nullptr) return out;
-    if (!v->is_array()) throw_invalid_argument(fn, name(key), "=", shown(*v), " must be an array of integers");
+    if (!v->is_array()) {
+      error(name(key), "=", shown(*v), " must be an array of integers");
+      return out;
+    }
     for (std::size_t i = 0; i < v->size(); ++i) {
       const auto e = as_integer((*v)[i]);
-      if (!e || *e < 0) throw_invalid_argument(fn, name(key), "[", i, "]=", shown((*v)[i]), " must be an integer >= 0");
+      if (!e || *e < 0) {
+        error(name(key), "[", i, "]=", shown((*v)[i]), " must be an integer >= 0");
+        return {};
+      }
       out.push_back(*e);
     }
     return out;
   }
-};
 
-/// A JSON object value (or null: absent), else argument_error naming the key.
-inline const json* object_or_null(const section& s, const char* key) {
-  const json* v = s.get(key);
-  if (v != nullptr && !v->is_object())
-    throw_invalid_argument(fn, s.name(key), "=", shown(*v), " must be an object or null, got ", v->type_name());
-  return v;
-}
+  /// A JSON object value (or null: absent); another type is an error naming the key.
+  const json* object_or_null(const char* key) const {
+    const json* v = get(key);
+    if (v != nullptr && !v->is_object()) {
+      error(name(key), "=", shown(*v), " must be an object or null, got ", v->type_name());
+      return nullptr;
+    }
+    return v;
+  }
+};
 
 /// DeepSeek-V2/V3 (and models built on them, e.g. Kimi K2): by model_type or by architecture class name.
 inline bool is_deepseek(const std::string& model_type, const section& top) {
@@ -238,183 +269,167 @@ inline std::string layer_list(const json& dict) {
   return s;
 }
 
-inline hf_rope_info parse(const json& root, const hf_options& opt) {
-  if (!root.is_object()) throw_invalid_argument(fn, "the config must be a JSON object, got ", root.type_name());
-  const section root_s{&root, ""};
-  const json* text = opt.use_text_config ? object_or_null(root_s, "text_config") : nullptr;
-  const section top{text != nullptr ? text : &root, text != nullptr ? "text_config." : ""};
+/// Finds the RoPE keys of `root` and fills rope_params (and the names its keys are reported under); the
+/// shared mapping (rope_params.hpp) does the rest. `result` is assigned only on success.
+inline status parse(const json& root, const hf_options& opt, hf_rope_info& result) {
+  if (!root.is_object()) return fail(fn, "the config must be a JSON object, got ", root.type_name());
+  status err;
+  const section root_s{&root, "", &err};
+  const json* text = opt.use_text_config ? root_s.object_or_null("text_config") : nullptr;
+  POSENC_TRY(err);
+  const section top{text != nullptr ? text : &root, text != nullptr ? "text_config." : "", &err};
 
   hf_rope_info info;
   if (const auto mt = top.opt_string("model_type")) info.model_type = *mt;
   else if (text != nullptr) info.model_type = root_s.opt_string("model_type").value_or("");
+  POSENC_TRY(err);
   const bool deepseek = is_deepseek(info.model_type, top) || (text != nullptr && is_deepseek(info.model_type, root_s));
 
   // The scaling dict: v5 rope_parameters or v4 rope_scaling (the same object under two names; transformers
   // v5 takes either). Both given and different is ambiguous.
-  const json* rs = object_or_null(top, "rope_scaling");
-  const json* rp = object_or_null(top, "rope_parameters");
+  const json* rs = top.object_or_null("rope_scaling");
+  const json* rp = top.object_or_null("rope_parameters");
+  POSENC_TRY(err);
   if (rs != nullptr && rp != nullptr && *rs != *rp)
-    throw_invalid_argument(fn, top.name("rope_scaling"), " and ", top.name("rope_parameters"),
-                           " are both given and differ; keep one");
-  section dict{rp != nullptr ? rp : rs, top.name(rp != nullptr ? "rope_parameters" : "rope_scaling") + "."};
+    return fail(fn, top.name("rope_scaling"), " and ", top.name("rope_parameters"), " are both given and differ; keep one");
+  section dict{rp != nullptr ? rp : rs, top.name(rp != nullptr ? "rope_parameters" : "rope_scaling") + ".", &err};
   if (dict.obj != nullptr && is_per_layer(*dict.obj)) {
     const std::string prefix = dict.prefix;
     if (opt.layer_type.empty())
-      throw_invalid_argument(fn, prefix.substr(0, prefix.size() - 1), " is per layer type (", layer_list(*dict.obj),
-                             "): set hf_options::layer_type");
+      return fail(fn, prefix.substr(0, prefix.size() - 1), " is per layer type (", layer_list(*dict.obj),
+                  "): set hf_options::layer_type");
     const auto it = dict.obj->find(opt.layer_type);
     if (it == dict.obj->end())
-      throw_invalid_argument(fn, "hf_options::layer_type=\"", opt.layer_type, "\" is not in ",
-                             prefix.substr(0, prefix.size() - 1), " (", layer_list(*dict.obj), ")");
-    dict = section{it->is_null() ? nullptr : &*it, prefix + opt.layer_type + "."};
+      return fail(fn, "hf_options::layer_type=\"", opt.layer_type, "\" is not in ", prefix.substr(0, prefix.size() - 1),
+                  " (", layer_list(*dict.obj), ")");
+    dict = section{it->is_null() ? nullptr : &*it, prefix + opt.layer_type + ".", &err};
   }
 
-  // Head and rotary dims.
+  rope_params p;
+  rope_param_names names;
+  names.function = fn;
+
+  // Head dim and the model facts.
   const auto heads = top.opt_positive("num_attention_heads");
   info.num_attention_heads = heads.value_or(0);
   info.num_key_value_heads = top.opt_positive("num_key_value_heads").value_or(info.num_attention_heads);
   info.max_position_embeddings = top.opt_positive("max_position_embeddings").value_or(0);
-  index_t head_dim = 0;
-  if (const auto q = top.opt_positive("qk_rope_head_dim")) {
-    head_dim = *q;
-  } else if (const auto h = top.opt_positive("head_dim")) {
-    head_dim = *h;
+  const auto qk_rope = top.opt_positive("qk_rope_head_dim");
+  const auto explicit_head = top.opt_positive("head_dim");
+  POSENC_TRY(err);
+  if (qk_rope) {
+    p.head_dim = *qk_rope;
+  } else if (explicit_head) {
+    p.head_dim = *explicit_head;
   } else {
     const auto hidden = top.opt_positive("hidden_size");
+    POSENC_TRY(err);
     if (!hidden) top.missing("hidden_size", "the head dimension: no head_dim in the config");
-    if (!heads) top.missing("num_attention_heads", "the head dimension: no head_dim in the config");
-    head_dim = *hidden / *heads;
-    if (head_dim == 0)
-      throw_invalid_argument(fn, top.name("hidden_size"), "=", *hidden, " is smaller than num_attention_heads=", *heads);
+    else if (!heads) top.missing("num_attention_heads", "the head dimension: no head_dim in the config");
+    POSENC_TRY(err);
+    p.head_dim = *hidden / *heads;
+    if (p.head_dim == 0)
+      return fail(fn, top.name("hidden_size"), "=", *hidden, " is smaller than num_attention_heads=", *heads);
   }
+  names.head_dim = "head_dim";
+
+  // Rotary fraction: the dict's partial_rotary_factor, the top-level one, else GPT-NeoX's rotary_pct.
   const section* prf_sec = &top;
-  const char* prf_key = "rotary_pct";  // GPT-NeoX's name
+  const char* prf_key = "rotary_pct";
   if (dict.has("partial_rotary_factor")) {
     prf_sec = &dict;
     prf_key = "partial_rotary_factor";
   } else if (top.has("partial_rotary_factor")) {
     prf_key = "partial_rotary_factor";
   }
-  const std::string prf_name = prf_sec->name(prf_key);
-  const double prf = info.partial_rotary_factor = prf_sec->opt_number(prf_key).value_or(1.0);
-  if (!(std::isfinite(prf) && prf > 0.0 && prf <= 1.0))
-    throw_invalid_argument(fn, prf_name, "=", prf, " must be in (0, 1]");
-  const auto rotary_dim = static_cast<index_t>(static_cast<double>(head_dim) * prf);  // Python int(): truncates
-  if (rotary_dim < 2 || rotary_dim % 2 != 0)
-    throw_invalid_argument(fn, "rotary dim int(head_dim * ", prf_name, ") = int(", head_dim, " * ", prf, ") = ",
-                           rotary_dim, " must be even and >= 2");
+  names.partial_rotary_factor = prf_sec->name(prf_key);
+  p.partial_rotary_factor = info.partial_rotary_factor = prf_sec->opt_number(prf_key).value_or(1.0);
 
-  rope_config& cfg = info.config;
-  cfg.head_dim = head_dim;
-  cfg.rotary_dim = rotary_dim;
-  cfg.rotary_offset = 0;
-  if (const auto t = dict.opt_number("rope_theta")) cfg.base = *t;
-  else if (const auto t2 = top.opt_number("rope_theta")) cfg.base = *t2;
-  else cfg.base = top.opt_number("rotary_emb_base").value_or(10000.0);
+  if (const auto t = dict.opt_number("rope_theta")) p.base = *t;
+  else if (const auto t2 = top.opt_number("rope_theta")) p.base = *t2;
+  else p.base = top.opt_number("rotary_emb_base").value_or(10000.0);
   const bool interleave = deepseek && top.opt_bool("rope_interleave").value_or(true);
-  cfg.style = opt.style.value_or(interleave ? rope_style::interleaved : rope_style::half_split);
+  p.style = opt.style.value_or(interleave ? rope_style::interleaved : rope_style::half_split);
 
   // The rope type: `rope_type`, else the legacy `type`.
   const char* type_key = dict.has("rope_type") ? "rope_type" : "type";
-  std::string type = dict.opt_string(type_key).value_or("default");
-  const std::string as_given = type;
-  if (type == "su") type = "longrope";  // Phi-3's first configs
-  if (type == "mrope") type = "default";  // Qwen2-VL: HF Qwen2VLConfig rewrites it to "default"
-  info.rope_type = type;
-  const std::string why = "rope_type=\"" + as_given + "\"";
+  p.scaling_type = dict.opt_string(type_key).value_or("default");
+  names.scaling_type = dict.name(type_key);
+  names.scaling_label = "rope_type";
 
-  // M: the pretraining context. A top-level original_max_position_embeddings wins (Phi-3; HF v5
-  // standardize_rope_params), then the dict's, then max_position_embeddings (v5's default).
-  const auto original_max = [&]() -> index_t {
-    if (const auto m = top.opt_positive("original_max_position_embeddings")) return *m;
-    if (const auto m = dict.opt_positive("original_max_position_embeddings")) return *m;
-    if (info.max_position_embeddings == 0) dict.missing("original_max_position_embeddings", why + " without max_position_embeddings");
-    return info.max_position_embeddings;
-  };
-  // max_position_embeddings / M, v5's default factor for yarn and longrope.
-  const auto implied_factor = [&](index_t m) {
-    if (info.max_position_embeddings == 0) dict.missing("factor", why + " without max_position_embeddings");
-    return static_cast<double>(info.max_position_embeddings) / static_cast<double>(m);
-  };
-
-  rope_scaling& s = cfg.scaling;
-  if (type == "default") {
-    s = rope_scaling{};
-  } else if (type == "linear") {
-    s = rope_scaling::linear(dict.number("factor", why));
-  } else if (type == "dynamic") {
-    const double factor = dict.number("factor", why);
-    // HF's M for dynamic NTK is max_position_embeddings (the dict's original_max_position_embeddings is unused).
-    if (info.max_position_embeddings == 0) top.missing("max_position_embeddings", why);
-    s = rope_scaling::dynamic_ntk(factor, info.max_position_embeddings, opt.ntk_policy);
-  } else if (type == "yarn") {
-    const index_t m = original_max();
-    const auto given = dict.opt_number("factor");
-    const double f = given ? *given : implied_factor(m);
-    // HF: `get("beta_fast") or 32`, so 0 also means the default.
-    const double beta_fast = dict.opt_number("beta_fast").value_or(0.0);
-    const double beta_slow = dict.opt_number("beta_slow").value_or(0.0);
-    const double bf = beta_fast == 0.0 ? 32.0 : beta_fast;
-    const double bs = beta_slow == 0.0 ? 1.0 : beta_slow;
-    const bool ds = opt.yarn == hf_yarn_variant::deepseek || (opt.yarn == hf_yarn_variant::by_model && deepseek);
-    if (ds) {
-      // DeepSeek's reference: mscale defaults to 1, mscale_all_dim to 0.
-      s = rope_scaling::deepseek_yarn(f, m, dict.opt_number("mscale").value_or(1.0),
-                                      dict.opt_number("mscale_all_dim").value_or(0.0), bf, bs);
-    } else {
-      s = rope_scaling::yarn(f, m, bf, bs);
-      s.mscale = dict.opt_number("mscale").value_or(0.0);
-      s.mscale_all_dim = dict.opt_number("mscale_all_dim").value_or(0.0);
-    }
-    s.attention_factor = dict.opt_number("attention_factor");
-    s.truncate = dict.opt_bool("truncate").value_or(true);
-  } else if (type == "longrope") {
-    std::vector<double> short_factor = dict.numbers("short_factor", why);
-    std::vector<double> long_factor = dict.numbers("long_factor", why);
-    for (const auto* f : {&short_factor, &long_factor})
-      if (static_cast<index_t>(f->size()) != rotary_dim / 2)
-        throw_invalid_argument(fn, dict.name(f == &short_factor ? "short_factor" : "long_factor"), " has ", f->size(),
-                               " entries, rotary_dim/2=", rotary_dim / 2, " needed");
-    const index_t m = original_max();
-    const auto given = dict.opt_number("factor");
-    const double f = given ? *given : implied_factor(m);
-    s = rope_scaling::longrope(std::move(short_factor), std::move(long_factor), m, f, opt.long_policy);
-    s.attention_factor = dict.opt_number("attention_factor");
-  } else if (type == "llama3") {
-    const double factor = dict.number("factor", why);
-    const double low = dict.number("low_freq_factor", why);
-    const double high = dict.number("high_freq_factor", why);
-    s = rope_scaling::llama3(factor, low, high, original_max());
-  } else {
-    throw_invalid_argument(fn, dict.name(type_key), "=\"", as_given, "\" is not supported (known: ", known_types, ")");
+  // M: a top-level original_max_position_embeddings wins (Phi-3; HF v5 standardize_rope_params), then the
+  // dict's; the mapping falls back to max_position_embeddings.
+  names.original_max_positions = dict.name("original_max_position_embeddings");
+  if (const auto m = top.opt_positive("original_max_position_embeddings")) {
+    p.original_max_positions = *m;
+    names.original_max_positions = top.name("original_max_position_embeddings");
+  } else if (const auto m2 = dict.opt_positive("original_max_position_embeddings")) {
+    p.original_max_positions = *m2;
   }
+  p.max_position_embeddings = info.max_position_embeddings;
+  names.max_position_embeddings = top.name("max_position_embeddings");
 
-  // Multimodal RoPE sections (any rope type in v5; legacy "mrope" requires them).
-  info.mrope_section = dict.integers("mrope_section");
-  if (as_given == "mrope" && info.mrope_section.empty()) dict.missing("mrope_section", why);
-  if (!info.mrope_section.empty()) {
-    index_t sum = 0;
-    for (index_t v : info.mrope_section) sum += v;
-    if (info.mrope_section.size() != 3 || sum != rotary_dim / 2)
-      throw_invalid_argument(fn, dict.name("mrope_section"), "=", shown(*dict.get("mrope_section")),
-                             " must be 3 sections summing to rotary_dim/2=", rotary_dim / 2);
+  // The scaling keys, each as the dict names it.
+  p.factor = dict.opt_number("factor");
+  p.beta_fast = dict.opt_number("beta_fast");
+  p.beta_slow = dict.opt_number("beta_slow");
+  p.mscale = dict.opt_number("mscale");
+  p.mscale_all_dim = dict.opt_number("mscale_all_dim");
+  p.attention_factor = dict.opt_number("attention_factor");
+  p.truncate = dict.opt_bool("truncate").value_or(true);
+  p.low_freq_factor = dict.opt_number("low_freq_factor");
+  p.high_freq_factor = dict.opt_number("high_freq_factor");
+  p.short_factor = dict.numbers("short_factor");
+  p.long_factor = dict.numbers("long_factor");
+  p.mrope_section = dict.integers("mrope_section");
+  p.mrope_interleaved = dict.opt_bool("mrope_interleaved").value_or(false);
+  POSENC_TRY(err);
+  const bool ds = opt.yarn == hf_yarn_variant::deepseek || (opt.yarn == hf_yarn_variant::by_model && deepseek);
+  p.yarn_variant = ds ? rope_yarn_variant::deepseek : rope_yarn_variant::yarn;
+  p.ntk_policy = opt.ntk_policy;
+  p.long_policy = opt.long_policy;
+  for (auto [field, key] : {std::pair<std::string*, const char*>{&names.factor, "factor"}, {&names.beta_fast, "beta_fast"},
+                            {&names.beta_slow, "beta_slow"}, {&names.mscale, "mscale"},
+                            {&names.mscale_all_dim, "mscale_all_dim"}, {&names.attention_factor, "attention_factor"},
+                            {&names.low_freq_factor, "low_freq_factor"}, {&names.high_freq_factor, "high_freq_factor"},
+                            {&names.short_factor, "short_factor"}, {&names.long_factor, "long_factor"},
+                            {&names.mrope_section, "mrope_section"}})
+    *field = dict.name(key);
+
+  std::string rope_type;
+  POSENC_TRY(rope_params_to_config(p, names, info.config, &rope_type));
+  info.rope_type = rope_type;
+  info.mrope_section = std::move(p.mrope_section);
+  info.mrope_interleaved = p.mrope_interleaved;
+  result = std::move(info);
+  return {};
+}
+
+/// Runs `f` (which returns a status) in a try_ form: allocation failures and any nlohmann::json exception a
+/// missed case could raise become statuses instead of escaping a noexcept function.
+template <class F>
+status guarded(const char* function, F&& f) noexcept {
+#if POSENC_HAS_EXCEPTIONS
+  try {
+    return guard_alloc(function, std::forward<F>(f));
+  } catch (const nlohmann::json::exception& e) {
+    return fail(function, "JSON error: ", e.what());
   }
-  info.mrope_interleaved = dict.opt_bool("mrope_interleaved").value_or(false);
-
-  // Everything make_rope_plan checks (base > 1, factors > 0, llama3 low <= high, ...), reported now.
-  static_cast<void>(make_rope_plan(cfg, 0));
-  return info;
+#else
+  return guard_alloc(function, std::forward<F>(f));
+#endif
 }
 
 }  // namespace detail::hf
 
-/// Reads the RoPE configuration of a Hugging Face model from its parsed `config.json`.
+/// Reads the RoPE configuration of a Hugging Face model from its parsed `config.json`, into `out`.
 ///
 /// Sources: transformers `modeling_rope_utils.py` (`ROPE_INIT_FUNCTIONS`, v5 `standardize_rope_params`) and
-/// the model classes; each field's key is listed at hf_rope_info. The scaling dict is `rope_parameters` (v5,
-/// may carry rope_theta and partial_rotary_factor too; per layer type for Gemma 3, see hf_options::layer_type)
-/// or `rope_scaling` (v4); its type is `rope_type`, else the legacy `type`. M below is the pretraining
-/// context: top-level `original_max_position_embeddings` (Phi-3), else the dict's, else
+/// the model classes; each field's key is listed at hf_rope_info. The keys are found here and mapped by the
+/// shared rope_params mapping (try_rope_config_from_params, which documents every rule). The scaling dict is
+/// `rope_parameters` (v5, may carry rope_theta and partial_rotary_factor too; per layer type for Gemma 3, see
+/// hf_options::layer_type) or `rope_scaling` (v4); its type is `rope_type`, else the legacy `type`. M below is
+/// the pretraining context: top-level `original_max_position_embeddings` (Phi-3), else the dict's, else
 /// `max_position_embeddings` (v5 semantics; v4 required the dict key for llama3 and ignored a top-level one).
 /// - absent / null / "default" (and Qwen2-VL's legacy "mrope"): rope_scaling_type::none.
 /// - "linear": linear(factor).
@@ -433,13 +448,26 @@ inline hf_rope_info parse(const json& root, const hf_options& opt) {
 /// - "llama3": factor, low_freq_factor, high_freq_factor, M.
 /// Also `mrope_section` / `mrope_interleaved` from the dict (Qwen2-VL family), reported in hf_rope_info.
 ///
-/// Throws argument_error, naming the key and its value: a rope type not in the list above
-/// (`rope_scaling.rope_type="foo" is not supported (known: ...)`); a required key missing (`longrope` without
-/// long_factor, no head_dim and no hidden_size, ...); a key of the wrong JSON type; counts <= 0;
-/// partial_rotary_factor outside (0, 1] or giving an odd rotary dim; longrope factor lists or mrope_section of
-/// the wrong length; `rope_scaling` and `rope_parameters` both given and different; per-layer parameters without
-/// hf_options::layer_type; and anything make_rope_plan rejects in the result (it is called once, so the
-/// returned config always builds a plan).
+/// Returns ok, or (out unchanged) an invalid_argument status naming the key and its value: a rope type not in
+/// the list above (`rope_scaling.rope_type="foo" is not supported (known: ...)`); a required key missing
+/// (`longrope` without long_factor, no head_dim and no hidden_size, ...); a key of the wrong JSON type; counts
+/// <= 0; partial_rotary_factor outside (0, 1] or giving an odd rotary dim; longrope factor lists or
+/// mrope_section of the wrong length; `rope_scaling` and `rope_parameters` both given and different; per-layer
+/// parameters without hf_options::layer_type; and anything make_rope_plan rejects in the result (so the config
+/// in `out` always builds a plan). out_of_memory when an allocation fails.
+///
+/// **Example**
+/// ```
+/// posenc::hf_rope_info info;
+/// if (posenc::status s = posenc::try_rope_config_from_hf(nlohmann::json::parse(text), info); !s) return s;
+/// posenc::rope_plan plan = posenc::make_rope_plan(info.config, seq_len);
+/// ```
+inline status try_rope_config_from_hf(const nlohmann::json& config, hf_rope_info& out,
+                                      const hf_options& options = {}) noexcept {
+  return detail::hf::guarded(detail::hf::fn, [&] { return detail::hf::parse(config, options, out); });
+}
+
+/// The throwing form of try_rope_config_from_hf: argument_error with the same message.
 ///
 /// **Example**
 /// ```
@@ -447,21 +475,36 @@ inline hf_rope_info parse(const json& root, const hf_options& opt) {
 /// posenc::rope_plan plan = posenc::make_rope_plan(info.config, seq_len);
 /// ```
 inline hf_rope_info rope_config_from_hf(const nlohmann::json& config, const hf_options& options = {}) {
-#if POSENC_HAS_EXCEPTIONS
-  try {
-    return detail::hf::parse(config, options);
-  } catch (const nlohmann::json::exception& e) {
-    // Every access above is type-checked first; this only turns a missed case into the library's error type.
-    detail::throw_invalid_argument(detail::hf::fn, "JSON error: ", e.what());
-  }
-#else
-  return detail::hf::parse(config, options);
-#endif
+  hf_rope_info info;
+  detail::throw_if_error(try_rope_config_from_hf(config, info, options));
+  return info;
 }
 
-/// Reads `path` (a model's config.json), parses it and returns rope_config_from_hf of it.
-/// Throws argument_error when the file cannot be opened or is not valid JSON (the message gives the parser's
-/// byte position), and everything rope_config_from_hf throws.
+/// Reads `path` (a model's config.json), parses it and maps it as try_rope_config_from_hf, into `out`.
+/// Returns io_error when the file cannot be opened, invalid_file when it is not valid JSON (with the parser's
+/// byte position when exceptions are enabled), and every status try_rope_config_from_hf returns.
+inline status try_rope_config_from_hf_file(const std::string& path, hf_rope_info& out,
+                                           const hf_options& options = {}) noexcept {
+  constexpr const char* fn = "rope_config_from_hf_file";
+  return detail::hf::guarded(fn, [&]() -> status {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return detail::fail_with(errc::io_error, fn, "cannot open path=\"", path, "\"");
+    nlohmann::json config;
+#if POSENC_HAS_EXCEPTIONS
+    try {
+      config = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      return detail::fail_with(errc::invalid_file, fn, "path=\"", path, "\" is not valid JSON: ", e.what());
+    }
+#else
+    config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (config.is_discarded()) return detail::fail_with(errc::invalid_file, fn, "path=\"", path, "\" is not valid JSON");
+#endif
+    return detail::hf::parse(config, options, out);
+  });
+}
+
+/// The throwing form of try_rope_config_from_hf_file: argument_error with the same message.
 ///
 /// **Example**
 /// ```
@@ -469,21 +512,9 @@ inline hf_rope_info rope_config_from_hf(const nlohmann::json& config, const hf_o
 /// const posenc::rope_plan plan = posenc::make_rope_plan(info.config, 8192);
 /// ```
 inline hf_rope_info rope_config_from_hf_file(const std::string& path, const hf_options& options = {}) {
-  constexpr const char* fn = "rope_config_from_hf_file";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) detail::throw_invalid_argument(fn, "cannot open path=\"", path, "\"");
-#if POSENC_HAS_EXCEPTIONS
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    detail::throw_invalid_argument(fn, "path=\"", path, "\" is not valid JSON: ", e.what());
-  }
-#else
-  const nlohmann::json config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded()) detail::throw_invalid_argument(fn, "path=\"", path, "\" is not valid JSON");
-#endif
-  return rope_config_from_hf(config, options);
+  hf_rope_info info;
+  detail::throw_if_error(try_rope_config_from_hf_file(path, info, options));
+  return info;
 }
 
 POSENC_END_NAMESPACE
