@@ -1,14 +1,19 @@
 // Learned absolute positions: lookup (GPT-2 past offsets, OPT's offset of 2, every position form), layer norm
 // against tests/golden/learned.txt (mpmath forward and mpmath-differentiated gradients), the backward pass
 // against finite differences in double (with and without layer norm and dropout), sparse accumulated table
-// gradients, dropout statistics and reproducibility, deterministic initialisation, rejected inputs.
+// gradients, dropout statistics and reproducibility, deterministic initialisation, rejected inputs; the try_
+// forms (no exceptions) fail with the throwing forms' messages, changing nothing, and succeed with their bits.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -454,6 +459,320 @@ TEST(LearnedEmbedding, RejectsBadInputChangingNothing) {
   for (float e : g) ASSERT_EQ(e, 1.0f);
   for (index_t i = 0; i < m.table_grad().size(); ++i) ASSERT_EQ(m.table_grad().data()[i], 0.0f);
   EXPECT_TRUE(m.touched_rows().empty());
+}
+
+// ------------------------------------------------------------------------------------------ try_ forms
+
+// The message of the argument_error that `f` throws ("" and a failure when it throws nothing).
+template <class F>
+std::string thrown_message(F&& f) {
+  try {
+    f();
+  } catch (const posenc::argument_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no argument_error";
+  return {};
+}
+
+// A rejected try_ call: invalid_argument with exactly the message of the throwing form.
+void expect_failed_like(const posenc::status& s, const std::string& thrown, const std::string& what) {
+  EXPECT_FALSE(s.ok()) << what;
+  EXPECT_FALSE(static_cast<bool>(s)) << what;
+  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
+  EXPECT_EQ(s.message(), thrown) << what;
+  EXPECT_FALSE(thrown.empty()) << what;
+}
+
+void expect_ok(const posenc::status& s, const std::string& what) {
+  EXPECT_TRUE(s.ok()) << what << ": " << s.message();
+  EXPECT_EQ(s.code(), posenc::errc::ok) << what;
+  EXPECT_TRUE(s.message().empty()) << what;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <class V>
+std::vector<std::remove_const_t<typename V::element_type>> copy_of(const V& v) {
+  return {v.data(), v.data() + v.size()};
+}
+
+// Everything a module holds, to check that a rejected call changed nothing.
+template <class C>
+struct module_state {
+  index_t rows = 0, dim = 0, max_positions = 0, offset = 0;
+  bool layer_norm = false;
+  double scale = 0, dropout = 0;
+  std::vector<C> table, grad, gamma, beta, gamma_grad, beta_grad;
+  std::vector<index_t> touched;
+
+  explicit module_state(const posenc::learned_position_embedding<C>& m)
+      : rows(m.rows()), dim(m.dim()), max_positions(m.config().max_positions), offset(m.config().position_offset),
+        layer_norm(m.config().layer_norm), scale(m.config().scale), dropout(m.config().dropout),
+        table(copy_of(m.table())), grad(copy_of(m.table_grad())), gamma(copy_of(m.gamma())), beta(copy_of(m.beta())),
+        gamma_grad(copy_of(m.gamma_grad())), beta_grad(copy_of(m.beta_grad())), touched(m.touched_rows()) {}
+  bool operator==(const module_state& o) const {
+    return rows == o.rows && dim == o.dim && max_positions == o.max_positions && offset == o.offset &&
+           layer_norm == o.layer_norm && scale == o.scale && dropout == o.dropout && same_bits(table, o.table) &&
+           same_bits(grad, o.grad) && same_bits(gamma, o.gamma) && same_bits(beta, o.beta) &&
+           same_bits(gamma_grad, o.gamma_grad) && same_bits(beta_grad, o.beta_grad) && touched == o.touched;
+  }
+};
+
+// A cache's visible contents.
+struct cache_state {
+  bool filled;
+  index_t n, l, d;
+  std::vector<index_t> rows;
+  std::vector<unsigned char> keep;
+  explicit cache_state(const posenc::learned_cache& c)
+      : filled(c.filled()), n(c.batch()), l(c.length()), d(c.dim()), rows(c.rows()), keep(c.keep()) {}
+  bool operator==(const cache_state& o) const {
+    return filled == o.filled && n == o.n && l == o.l && d == o.d && rows == o.rows && keep == o.keep;
+  }
+};
+
+posenc::learned_config small_config(bool layer_norm, double dropout) {
+  posenc::learned_config cfg;
+  cfg.max_positions = 8;
+  cfg.dim = 4;
+  cfg.scale = 1.5;
+  cfg.layer_norm = layer_norm;
+  cfg.dropout = dropout;
+  cfg.position_offset = 2;
+  return cfg;
+}
+
+std::vector<float> ramp(std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = 0.25f + 0.01f * static_cast<float>(i);
+  return v;
+}
+
+TEST(LearnedTry, Create) {
+  posenc::learned_position_embedding<> m(small_config(false, 0.0));
+  m.init_normal(5);
+  const module_state<float> before(m);
+  const posenc::learned_config good = small_config(false, 0.0);
+  static_assert(noexcept(posenc::learned_position_embedding<>::try_create(good, m)), "try_ forms are noexcept");
+  const std::vector<std::pair<const char*, std::function<void(posenc::learned_config&)>>> bad = {
+      {"max_positions 0", [](auto& c) { c.max_positions = 0; }},
+      {"dim 0", [](auto& c) { c.dim = 0; }},
+      {"negative offset", [](auto& c) { c.position_offset = -2; }},
+      {"scale inf", [](auto& c) { c.scale = std::numeric_limits<double>::infinity(); }},
+      {"eps 0", [](auto& c) { c.layer_norm = true; c.eps = 0; }},
+      {"dropout", [](auto& c) { c.dropout = 1.01; }},
+      {"overflow", [](auto& c) { c.max_positions = std::numeric_limits<index_t>::max(); }},
+  };
+  for (const auto& b : bad) {
+    posenc::learned_config cfg = small_config(true, 0.1);
+    b.second(cfg);
+    expect_failed_like(posenc::learned_position_embedding<>::try_create(cfg, m),
+                       thrown_message([&] { posenc::learned_position_embedding<> x(cfg); }), b.first);
+    EXPECT_TRUE(module_state<float>(m) == before) << b.first;
+  }
+  posenc::learned_config odd = small_config(false, 0.0);
+  odd.dropout = 2.0;
+  EXPECT_EQ(posenc::learned_position_embedding<>::try_create(odd, m).message(),
+            "posenc::learned_position_embedding: dropout=2 must be in [0, 1]");
+
+  // Accepted: the constructor's module.
+  for (bool ln : {false, true}) {
+    const posenc::learned_config cfg = small_config(ln, 0.25);
+    const posenc::learned_position_embedding<double> ref(cfg);
+    posenc::learned_position_embedding<double> e;
+    EXPECT_EQ(e.rows(), 0);
+    expect_ok(posenc::learned_position_embedding<double>::try_create(cfg, e), "create");
+    EXPECT_EQ(e.rows(), 10);
+    EXPECT_TRUE(module_state<double>(e) == module_state<double>(ref));
+  }
+}
+
+TEST(LearnedTry, InitNormal) {
+  posenc::learned_position_embedding<> a(small_config(false, 0.0)), b(small_config(false, 0.0));
+  a.init_normal(3);
+  b.init_normal(3);
+  const module_state<float> before(b);
+  static_assert(noexcept(b.try_init_normal(1, 0.5)), "try_ forms are noexcept");
+  for (double sd : {std::nan(""), -1.0, std::numeric_limits<double>::infinity()}) {
+    expect_failed_like(b.try_init_normal(9, sd), thrown_message([&] { a.init_normal(9, sd); }), "stddev");
+    EXPECT_TRUE(module_state<float>(b) == before);
+  }
+  EXPECT_EQ(b.try_init_normal(9, -1.0).message(), "posenc::learned_position_embedding::init_normal: stddev=-1 must be finite and >= 0");
+  a.init_normal(1234, 0.5);
+  expect_ok(b.try_init_normal(1234, 0.5), "init");
+  EXPECT_TRUE(module_state<float>(a) == module_state<float>(b));
+  a.init_normal(77);
+  expect_ok(b.try_init_normal(77), "default stddev");
+  EXPECT_TRUE(module_state<float>(a) == module_state<float>(b));
+}
+
+TEST(LearnedTry, ForwardEveryOverload) {
+  for (bool ln : {false, true}) {
+    const std::string tag = ln ? "layer norm" : "plain";
+    posenc::learned_position_embedding<> m(small_config(ln, 0.3));
+    m.init_normal(21, 0.5);
+    const module_state<float> mstate(m);
+    std::vector<float> x = ramp(2 * 3 * 4);
+    const auto x0 = x;
+    std::vector<float> y(x.size(), -9.0f);
+    const auto y0 = y;
+    const posenc::strided_view<float, 3> vx(x.data(), {2, 3, 4});
+    const posenc::strided_view<const float, 3> in(x.data(), {2, 3, 4});
+    const posenc::strided_view<float, 3> out(y.data(), {2, 3, 4});
+    const posenc::strided_view<float, 3> wrong_dim(x.data(), {2, 4, 3});
+    const posenc::strided_view<float, 3> short_out(y.data(), {1, 3, 4});
+    const posenc::strided_view<float, 3> overlap(x.data() + 2, {2, 2, 4});
+    const posenc::strided_view<const float, 3> in_overlap(x.data(), {2, 2, 4});
+    const auto p0 = posenc::positions::offset(0);
+    const auto past = posenc::positions::offset(6);  // positions 6 .. 8 of L = 3; the table has 8
+    const auto neg = posenc::positions::offset(-1);
+    posenc::learned_cache cache;
+    std::mt19937_64 rng(3);
+    static_assert(noexcept(m.try_forward(vx, p0)), "try_ forms are noexcept");
+    static_assert(noexcept(m.try_forward(in, out, p0)), "try_ forms are noexcept");
+    static_assert(noexcept(m.try_forward(vx, p0, true, rng, cache)), "try_ forms are noexcept");
+    static_assert(noexcept(m.try_forward(in, out, p0, true, rng, cache)), "try_ forms are noexcept");
+
+    auto unchanged = [&](const std::string& what, const cache_state& c0) {
+      EXPECT_TRUE(same_bits(x, x0)) << tag << ": " << what;
+      EXPECT_TRUE(same_bits(y, y0)) << tag << ": " << what;
+      EXPECT_TRUE(cache_state(cache) == c0) << tag << ": " << what;
+      std::mt19937_64 fresh(3);
+      EXPECT_EQ(rng, fresh) << tag << ": " << what;  // no draws on a rejected call
+      EXPECT_TRUE(module_state<float>(m) == mstate) << tag << ": " << what;
+    };
+    // Rejected, with an empty cache, then with a filled one (a rejected call keeps what it held).
+    for (int filled = 0; filled < 2; ++filled) {
+      if (filled) {
+        std::vector<float> z = ramp(5 * 4);
+        std::mt19937_64 other(17);
+        m.forward(posenc::strided_view<float, 2>(z.data(), {5, 4}), posenc::positions::offset(1), true, other, cache);
+      }
+      const cache_state c0(cache);
+      expect_failed_like(m.try_forward(wrong_dim, p0), thrown_message([&] { m.forward(wrong_dim, p0); }), "D mismatch");
+      expect_failed_like(m.try_forward(vx, past), thrown_message([&] { m.forward(vx, past); }), "past the table");
+      expect_failed_like(m.try_forward(in, short_out, p0), thrown_message([&] { m.forward(in, short_out, p0); }), "shape");
+      expect_failed_like(m.try_forward(in_overlap, overlap, p0), thrown_message([&] { m.forward(in_overlap, overlap, p0); }),
+                         "overlap");
+      expect_failed_like(m.try_forward(vx, neg, true, rng, cache), thrown_message([&] { m.forward(vx, neg, true, rng, cache); }),
+                         "negative");
+      expect_failed_like(m.try_forward(vx, past, true, rng, cache), thrown_message([&] { m.forward(vx, past, true, rng, cache); }),
+                         "train past");
+      expect_failed_like(m.try_forward(in, short_out, p0, true, rng, cache),
+                         thrown_message([&] { m.forward(in, short_out, p0, true, rng, cache); }), "train shape");
+      expect_failed_like(m.try_forward(in, out, past, false, rng, cache),
+                         thrown_message([&] { m.forward(in, out, past, false, rng, cache); }), "eval past");
+      unchanged(filled ? "filled cache" : "empty cache", c0);
+    }
+    EXPECT_EQ(m.try_forward(vx, past).message(),
+              "posenc::learned_position_embedding::forward: position 8 is past the table of max_positions=8");
+    EXPECT_EQ(m.try_forward(in, short_out, p0).message(),
+              "posenc::learned_position_embedding::forward: out shape (1, 3, 4) does not match in shape (2, 3, 4)");
+
+    // Accepted: the throwing form's bits, generator state and cache, every overload.
+    const std::int64_t ids[6] = {7, 0, 3, 3, 5, 1};
+    const auto pos = posenc::positions::per_token(ids, 2, 3);
+    std::vector<float> a = x0, b = x0;
+    m.forward(posenc::strided_view<float, 3>(a.data(), {2, 3, 4}), pos);
+    expect_ok(m.try_forward(posenc::strided_view<float, 3>(b.data(), {2, 3, 4}), pos), "eval in place");
+    EXPECT_TRUE(same_bits(a, b)) << tag;
+    std::vector<float> oa(x0.size(), -1.0f), ob(x0.size(), -1.0f);
+    m.forward(in, posenc::strided_view<float, 3>(oa.data(), {2, 3, 4}), pos);
+    expect_ok(m.try_forward(in, posenc::strided_view<float, 3>(ob.data(), {2, 3, 4}), pos), "eval out of place");
+    EXPECT_TRUE(same_bits(oa, ob)) << tag;
+    EXPECT_TRUE(same_bits(oa, a)) << tag;
+    for (bool train : {false, true}) {
+      std::mt19937_64 ra(8), rb(8);
+      posenc::learned_cache ca, cb;
+      a = x0;
+      b = x0;
+      m.forward(posenc::strided_view<float, 3>(a.data(), {2, 3, 4}), pos, train, ra, ca);
+      expect_ok(m.try_forward(posenc::strided_view<float, 3>(b.data(), {2, 3, 4}), pos, train, rb, cb), "cached in place");
+      EXPECT_TRUE(same_bits(a, b)) << tag << train;
+      EXPECT_EQ(ra, rb) << tag << train;
+      EXPECT_TRUE(cache_state(ca) == cache_state(cb)) << tag << train;
+      EXPECT_TRUE(cb.filled());
+      std::fill(oa.begin(), oa.end(), -1.0f);
+      std::fill(ob.begin(), ob.end(), -1.0f);
+      m.forward(in, posenc::strided_view<float, 3>(oa.data(), {2, 3, 4}), pos, train, ra, ca);
+      expect_ok(m.try_forward(in, posenc::strided_view<float, 3>(ob.data(), {2, 3, 4}), pos, train, rb, cb), "cached out of place");
+      EXPECT_TRUE(same_bits(oa, ob)) << tag << train;
+      EXPECT_EQ(ra, rb) << tag << train;
+      EXPECT_TRUE(cache_state(ca) == cache_state(cb)) << tag << train;
+    }
+  }
+}
+
+TEST(LearnedTry, Backward) {
+  for (bool ln : {false, true}) {
+    const std::string tag = ln ? "layer norm" : "plain";
+    posenc::learned_position_embedding<> a(small_config(ln, 0.3)), other(small_config(ln, 0.3));
+    a.init_normal(4, 0.5);
+    auto b = a;  // a copy: its touched-rows vector lacks the reserved room, try_backward makes it
+    const std::int64_t ids[6] = {7, 0, 3, 3, 5, 3};
+    const auto pos = posenc::positions::per_token(ids, 2, 3);
+    std::vector<float> xa = ramp(24), xb = ramp(24);
+    std::mt19937_64 ra(6), rb(6);
+    posenc::learned_cache ca, cb, empty;
+    a.forward(posenc::strided_view<float, 3>(xa.data(), {2, 3, 4}), pos, true, ra, ca);
+    expect_ok(b.try_forward(posenc::strided_view<float, 3>(xb.data(), {2, 3, 4}), pos, true, rb, cb), "forward");
+
+    std::vector<float> g = ramp(24), gx(24, -2.0f);
+    const auto g0 = g;
+    const auto gx0 = gx;
+    const posenc::strided_view<const float, 3> go(g.data(), {2, 3, 4});
+    const posenc::strided_view<float, 3> gi(gx.data(), {2, 3, 4});
+    const posenc::strided_view<const float, 3> go_short(g.data(), {1, 3, 4});
+    const posenc::strided_view<float, 3> gi_short(gx.data(), {1, 3, 4});
+    const posenc::strided_view<const float, 3> go_dim(g.data(), {2, 4, 3});
+    const posenc::strided_view<float, 3> gi_dim(gx.data(), {2, 4, 3});
+    const posenc::strided_view<float, 3> gi_overlap(g.data() + 1, {2, 3, 4});
+    static_assert(noexcept(b.try_backward(go, gi, cb)), "try_ forms are noexcept");
+    const module_state<float> before(b);
+    struct bad_case {
+      const char* what;
+      posenc::strided_view<const float, 3> go;
+      posenc::strided_view<float, 3> gi;
+      const posenc::learned_cache* cache;
+    };
+    const bad_case bad[] = {
+        {"empty cache", go, gi, &empty},
+        {"another module's cache", go, gi, &ca},
+        {"(N, L) differs from the forward", go_short, gi_short, &cb},
+        {"D mismatch", go_dim, gi_dim, &cb},
+        {"overlap", go, gi_overlap, &cb},
+    };
+    for (const auto& bc : bad) {
+      expect_failed_like(b.try_backward(bc.go, bc.gi, *bc.cache),
+                         thrown_message([&] { b.backward(bc.go, bc.gi, *bc.cache); }), bc.what);
+      EXPECT_TRUE(module_state<float>(b) == before) << tag << ": " << bc.what;
+      EXPECT_TRUE(same_bits(g, g0)) << tag << ": " << bc.what;
+      EXPECT_TRUE(same_bits(gx, gx0)) << tag << ": " << bc.what;
+    }
+    EXPECT_EQ(b.try_backward(go, gi, empty).message(),
+              "posenc::learned_position_embedding::backward: cache is empty (no forward with this cache)");
+    EXPECT_EQ(b.try_backward(go, gi, ca).message(), "posenc::learned_position_embedding::backward: cache was filled by another module");
+    EXPECT_FALSE(other.try_backward(go, gi, cb).ok());
+
+    // Accepted: the throwing form's bits (input gradient, table/gamma/beta gradients, touched rows), twice
+    // (accumulation), out of place and in place.
+    std::vector<float> gxa(24, -2.0f);
+    a.backward(go, posenc::strided_view<float, 3>(gxa.data(), {2, 3, 4}), ca);
+    expect_ok(b.try_backward(go, gi, cb), "backward");
+    EXPECT_TRUE(same_bits(gx, gxa)) << tag;
+    EXPECT_TRUE(module_state<float>(a) == module_state<float>(b)) << tag;
+    EXPECT_EQ(b.touched_rows(), (std::vector<index_t>{9, 2, 5, 7})) << tag;  // position + offset 2, first use
+    std::vector<float> ga = g0, gb = g0;
+    a.backward(posenc::strided_view<float, 3>(ga.data(), {2, 3, 4}), posenc::strided_view<float, 3>(ga.data(), {2, 3, 4}), ca);
+    expect_ok(b.try_backward(posenc::strided_view<float, 3>(gb.data(), {2, 3, 4}), posenc::strided_view<float, 3>(gb.data(), {2, 3, 4}), cb),
+              "in place");
+    EXPECT_TRUE(same_bits(ga, gb)) << tag;
+    EXPECT_TRUE(module_state<float>(a) == module_state<float>(b)) << tag;
+  }
 }
 
 }  // namespace

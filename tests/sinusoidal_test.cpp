@@ -1,12 +1,14 @@
 // Sinusoidal encodings against tests/golden/sinusoidal.txt (gen_tables.py, mpmath) in every dtype; the
 // addition equals x + table rows for every position form, layout and view kind; fairseq's padding
-// convention; the module (buffer, eval, inverted dropout); every rejected input leaves the output unchanged.
+// convention; the module (buffer, eval, inverted dropout); every rejected input leaves the output unchanged;
+// the try_ forms (no exceptions) fail with the throwing forms' messages and succeed with their exact results.
 #include <algorithm>
 #include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -393,6 +395,308 @@ TEST(SinusoidalEmbedding, NarrowDtypesAndRejects) {
   std::vector<float> y(11 * 8, 1.0f);
   EXPECT_THROW(pe.forward(posenc::strided_view<float, 2>(y.data(), {11, 8})), posenc::argument_error);  // L > max_len
   for (float v : y) ASSERT_EQ(v, 1.0f);
+}
+
+// ------------------------------------------------------------------------------------------ try_ forms
+
+// The message of the argument_error that `f` throws ("" and a failure when it throws nothing).
+template <class F>
+std::string thrown_message(F&& f) {
+  try {
+    f();
+  } catch (const posenc::argument_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no argument_error";
+  return {};
+}
+
+// A rejected try_ call: invalid_argument with exactly the message of the throwing form.
+void expect_failed_like(const posenc::status& s, const std::string& thrown, const std::string& what) {
+  EXPECT_FALSE(s.ok()) << what;
+  EXPECT_FALSE(static_cast<bool>(s)) << what;
+  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
+  EXPECT_EQ(s.message(), thrown) << what;
+  EXPECT_FALSE(thrown.empty()) << what;
+}
+
+void expect_ok(const posenc::status& s, const std::string& what) {
+  EXPECT_TRUE(s.ok()) << what << ": " << s.message();
+  EXPECT_EQ(s.code(), posenc::errc::ok) << what;
+  EXPECT_TRUE(s.message().empty()) << what;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+TEST(SinusoidalTry, Frequencies) {
+  const posenc::sinusoidal_config bad{3};
+  std::vector<double> w = {1.5, 2.5};
+  const auto w0 = w;
+  static_assert(noexcept(posenc::try_sinusoidal_frequencies(bad, w)), "try_ forms are noexcept");
+  expect_failed_like(posenc::try_sinusoidal_frequencies(bad, w), thrown_message([&] { posenc::sinusoidal_frequencies(bad); }),
+                     "odd dim");
+  EXPECT_EQ(posenc::try_sinusoidal_frequencies(bad, w).message(), "posenc::sinusoidal_frequencies: dim=3 must be even and > 0");
+  EXPECT_TRUE(same_bits(w, w0));
+  for (auto layout : {posenc::sinusoidal_layout::interleaved, posenc::sinusoidal_layout::concat}) {
+    const posenc::sinusoidal_config cfg{64, 500.0, layout};
+    expect_ok(posenc::try_sinusoidal_frequencies(cfg, w), "frequencies");
+    EXPECT_TRUE(same_bits(w, posenc::sinusoidal_frequencies(cfg)));
+  }
+  // Capacity is reused: a shorter request after a longer one does not allocate.
+  const double* p = w.data();
+  expect_ok(posenc::try_sinusoidal_frequencies({8}, w), "shorter");
+  EXPECT_EQ(w.data(), p);
+  EXPECT_TRUE(same_bits(w, posenc::sinusoidal_frequencies({8})));
+}
+
+TEST(SinusoidalTry, Table) {
+  std::vector<float> t(6 * 8, -7.0f);
+  const auto t0 = t;
+  const posenc::strided_view<float, 2> v(t.data(), {6, 8});
+  static_assert(noexcept(posenc::try_sinusoidal_table(v, posenc::sinusoidal_config{8})), "try_ forms are noexcept");
+  struct bad_case {
+    const char* what;
+    posenc::strided_view<float, 2> out;
+    posenc::sinusoidal_config cfg;
+    index_t offset;
+  };
+  const bad_case bad[] = {
+      {"negative offset", v, {8}, -2},
+      {"odd dim", v, {9}, 0},
+      {"dim mismatch", v, {6}, 0},
+      {"base", v, {8, 0.5}, 0},
+      {"zero stride output", posenc::strided_view<float, 2>(t.data(), {6, 8}, {0, 1}), {8}, 0},
+      {"offset overflow", v, {8}, std::numeric_limits<index_t>::max() - 2},
+  };
+  for (const auto& b : bad) {
+    expect_failed_like(posenc::try_sinusoidal_table(b.out, b.cfg, b.offset),
+                       thrown_message([&] { posenc::sinusoidal_table(b.out, b.cfg, b.offset); }), b.what);
+    EXPECT_TRUE(same_bits(t, t0)) << b.what;
+  }
+  EXPECT_EQ(posenc::try_sinusoidal_table(v, {8}, -2).message(), "posenc::sinusoidal_table: positions offset=-2 must be >= 0");
+  // Accepted: the throwing form's bits, in both layouts, with padding, through an Eigen tensor too.
+  for (auto layout : {posenc::sinusoidal_layout::interleaved, posenc::sinusoidal_layout::concat}) {
+    const posenc::sinusoidal_config cfg{8, 10000.0, layout, 2};
+    std::vector<float> ref(t.size(), -7.0f);
+    posenc::sinusoidal_table(posenc::strided_view<float, 2>(ref.data(), {6, 8}), cfg, 1);
+    expect_ok(posenc::try_sinusoidal_table(v, cfg, 1), "table");
+    EXPECT_TRUE(same_bits(t, ref));
+    Eigen::Tensor<double, 2, Eigen::RowMajor> e(6, 8), eref(6, 8);
+    posenc::sinusoidal_table(eref, cfg, 100000);
+    expect_ok(posenc::try_sinusoidal_table(e, cfg, 100000), "eigen table");
+    EXPECT_EQ(std::memcmp(e.data(), eref.data(), sizeof(double) * 48), 0);
+  }
+  std::vector<float> none;
+  expect_ok(posenc::try_sinusoidal_table(posenc::strided_view<float, 2>(none.data(), {0, 8}), {8}), "empty table");
+}
+
+TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
+  std::vector<float> x(2 * 3 * 8);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25f + 0.01f * static_cast<float>(i);
+  const auto x0 = x;
+  const posenc::strided_view<float, 3> v(x.data(), {2, 3, 8});
+  const posenc::positions p0 = posenc::positions::offset(0);
+  static_assert(noexcept(posenc::try_add_sinusoidal(v, posenc::sinusoidal_config{8}, p0)), "try_ forms are noexcept");
+  std::int64_t ids[6] = {0, 1, 2, 3, -4, 5};
+  const std::int64_t seq[] = {0, 1, 2};
+  struct bad_case {
+    const char* what;
+    posenc::sinusoidal_config cfg;
+    posenc::positions pos;
+  };
+  const bad_case bad[] = {
+      {"odd dim", {7}, p0},
+      {"dim mismatch", {6}, p0},
+      {"base 1", {8, 1.0}, p0},
+      {"padding_idx", {8, 10000.0, posenc::sinusoidal_layout::concat, -1}, p0},
+      {"layout", {8, 10000.0, static_cast<posenc::sinusoidal_layout>(7)}, p0},
+      {"negative offset", {8}, posenc::positions::offset(-1)},
+      {"per_sequence count", {8}, posenc::positions::per_sequence(seq, 3)},
+      {"negative id", {8}, posenc::positions::per_token(ids, 2, 3)},
+  };
+  for (const auto& b : bad) {
+    expect_failed_like(posenc::try_add_sinusoidal(v, b.cfg, b.pos), thrown_message([&] { posenc::add_sinusoidal(v, b.cfg, b.pos); }),
+                       b.what);
+    EXPECT_TRUE(same_bits(x, x0)) << b.what;
+  }
+  EXPECT_EQ(posenc::try_add_sinusoidal(v, {7}, p0).message(), "posenc::add_sinusoidal: dim=7 must be even and > 0");
+  EXPECT_EQ(posenc::try_add_sinusoidal(v, {8}, posenc::positions::per_token(ids, 2, 3)).message(),
+            "posenc::add_sinusoidal: position[1, 1]=-4 must be >= 0");
+
+  // Out of place: the output is checked too, and stays untouched on an error.
+  std::vector<float> y(x.size(), -3.0f);
+  const auto y0 = y;
+  const posenc::strided_view<const float, 3> in(x.data(), {2, 3, 8});
+  const posenc::strided_view<float, 3> out(y.data(), {2, 3, 8});
+  const posenc::strided_view<float, 3> short_out(y.data(), {2, 2, 8});
+  const posenc::strided_view<float, 3> overlap(x.data() + 4, {1, 2, 8});
+  expect_failed_like(posenc::try_add_sinusoidal(in, short_out, {8}, p0),
+                     thrown_message([&] { posenc::add_sinusoidal(in, short_out, {8}, p0); }), "shape mismatch");
+  EXPECT_EQ(posenc::try_add_sinusoidal(in, short_out, {8}, p0).message(),
+            "posenc::add_sinusoidal: out shape (2, 2, 8) does not match in shape (2, 3, 8)");
+  const posenc::strided_view<const float, 3> in12(x.data(), {1, 2, 8});
+  expect_failed_like(posenc::try_add_sinusoidal(in12, overlap, {8}, p0),
+                     thrown_message([&] { posenc::add_sinusoidal(in12, overlap, {8}, p0); }), "overlap");
+  expect_failed_like(posenc::try_add_sinusoidal(in, out, {6}, p0), thrown_message([&] { posenc::add_sinusoidal(in, out, {6}, p0); }),
+                     "out of place dim");
+  EXPECT_TRUE(same_bits(y, y0));
+  EXPECT_TRUE(same_bits(x, x0));
+
+  // Accepted: the throwing form's bits, every position form.
+  std::int64_t good_ids[6] = {4, 0, 9, 1, 1, 3};
+  const std::int32_t offs[2] = {7, 100};
+  const posenc::sinusoidal_config cfg{8, 10000.0, posenc::sinusoidal_layout::concat, 1};
+  for (const auto& pos : {posenc::positions::offset(5), posenc::positions::per_sequence(offs, 2),
+                          posenc::positions::per_token(good_ids, 2, 3)}) {
+    std::vector<float> a = x0, b = x0;
+    posenc::add_sinusoidal(posenc::strided_view<float, 3>(a.data(), {2, 3, 8}), cfg, pos);
+    expect_ok(posenc::try_add_sinusoidal(posenc::strided_view<float, 3>(b.data(), {2, 3, 8}), cfg, pos), "in place");
+    EXPECT_TRUE(same_bits(a, b));
+    std::vector<float> o(x0.size(), -3.0f), oref(x0.size(), -3.0f);
+    posenc::add_sinusoidal(in, posenc::strided_view<float, 3>(oref.data(), {2, 3, 8}), cfg, pos);
+    expect_ok(posenc::try_add_sinusoidal(in, posenc::strided_view<float, 3>(o.data(), {2, 3, 8}), cfg, pos), "out of place");
+    EXPECT_TRUE(same_bits(o, oref));
+    EXPECT_TRUE(same_bits(o, a));
+  }
+  // Rank 2 Eigen tensor of a 16-bit type.
+  Eigen::Tensor<Eigen::half, 2, Eigen::RowMajor> h(3, 8), href(3, 8);
+  h.setConstant(Eigen::half(0.5f));
+  href = h;
+  posenc::add_sinusoidal(href, {8}, posenc::positions::offset(40));
+  expect_ok(posenc::try_add_sinusoidal(h, {8}, posenc::positions::offset(40)), "eigen half");
+  EXPECT_EQ(std::memcmp(h.data(), href.data(), sizeof(Eigen::half) * 24), 0);
+}
+
+TEST(SinusoidalTry, MakePaddedPositions) {
+  const std::int64_t tok[4] = {1, 1, 7, 9};
+  const std::int32_t tok32[4] = {1, 1, 7, 9};
+  std::int64_t out[4] = {-5, -5, -5, -5};
+  static_assert(noexcept(posenc::try_make_padded_positions(tok, 1, 4, 1, out)), "try_ forms are noexcept");
+  struct bad_case {
+    const char* what;
+    const std::int64_t* tokens;
+    index_t batch, length, padding_idx, past;
+  };
+  const bad_case bad[] = {
+      {"negative batch", tok, -1, 4, 1, 0},
+      {"negative padding_idx", tok, 1, 4, -1, 0},
+      {"negative past_length", tok, 1, 4, 1, -3},
+      {"null tokens", nullptr, 1, 4, 1, 0},
+      {"overflow", tok, 1, 4, std::numeric_limits<index_t>::max() - 1, 0},
+  };
+  for (const auto& b : bad) {
+    expect_failed_like(posenc::try_make_padded_positions(b.tokens, b.batch, b.length, b.padding_idx, out, b.past),
+                       thrown_message([&] { posenc::make_padded_positions(b.tokens, b.batch, b.length, b.padding_idx, out, b.past); }),
+                       b.what);
+    for (std::int64_t o : out) EXPECT_EQ(o, -5) << b.what;
+  }
+  expect_failed_like(posenc::try_make_padded_positions(tok32, 1, 4, 1, nullptr),
+                     thrown_message([&] { posenc::make_padded_positions(tok32, 1, 4, 1, nullptr); }), "null out (int32)");
+  EXPECT_EQ(posenc::try_make_padded_positions(tok, 1, 4, 1, out, -3).message(),
+            "posenc::make_padded_positions: past_length=-3 must be >= 0");
+  std::int64_t ref[4], ref32[4], out32[4];
+  posenc::make_padded_positions(tok, 1, 4, 1, ref, 2);
+  posenc::make_padded_positions(tok32, 1, 4, 1, ref32, 2);
+  expect_ok(posenc::try_make_padded_positions(tok, 1, 4, 1, out, 2), "int64");
+  expect_ok(posenc::try_make_padded_positions(tok32, 1, 4, 1, out32, 2), "int32");
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(out[i], ref[i]);
+    EXPECT_EQ(out32[i], ref32[i]);
+  }
+  EXPECT_EQ(out[3], 5);  // 1 + 2 + 2
+}
+
+TEST(SinusoidalTry, EmbeddingCreate) {
+  posenc::sinusoidal_embedding<> pe({4}, 3);
+  const std::vector<float> t0(pe.table().data(), pe.table().data() + 12);
+  static_assert(noexcept(posenc::sinusoidal_embedding<>::try_create({8}, 10, 0.5, pe)), "try_ forms are noexcept");
+  struct bad_case {
+    const char* what;
+    posenc::sinusoidal_config cfg;
+    index_t max_len;
+    double dropout;
+  };
+  const bad_case bad[] = {
+      {"odd dim", {7}, 10, 0.0},
+      {"dropout above 1", {8}, 10, 1.5},
+      {"dropout NaN", {8}, 10, std::nan("")},
+      {"negative max_len", {8}, -1, 0.0},
+      {"size overflows", {8}, std::numeric_limits<index_t>::max() / 2, 0.0},
+  };
+  for (const auto& b : bad) {
+    expect_failed_like(posenc::sinusoidal_embedding<>::try_create(b.cfg, b.max_len, b.dropout, pe),
+                       thrown_message([&] { posenc::sinusoidal_embedding<>(b.cfg, b.max_len, b.dropout); }), b.what);
+    ASSERT_EQ(pe.max_len(), 3) << b.what;  // unchanged
+    ASSERT_EQ(pe.config().dim, 4) << b.what;
+    EXPECT_EQ(pe.dropout(), 0.0) << b.what;
+    EXPECT_TRUE(same_bits(std::vector<float>(pe.table().data(), pe.table().data() + 12), t0)) << b.what;
+  }
+  expect_failed_like(posenc::sinusoidal_embedding<>::try_create({8}, -1, pe),
+                     thrown_message([&] { posenc::sinusoidal_embedding<>({8}, -1); }), "no dropout overload");
+  EXPECT_EQ(posenc::sinusoidal_embedding<>::try_create({8}, 10, 1.5, pe).message(),
+            "posenc::sinusoidal_embedding: dropout=1.5 must be in [0, 1]");
+
+  // Accepted: the constructor's module.
+  const posenc::sinusoidal_config cfg{16, 10000.0, posenc::sinusoidal_layout::concat, 0};
+  const posenc::sinusoidal_embedding<double> ref(cfg, 50, 0.25);
+  posenc::sinusoidal_embedding<double> e;
+  EXPECT_EQ(e.max_len(), 0);
+  expect_ok(posenc::sinusoidal_embedding<double>::try_create(cfg, 50, 0.25, e), "create");
+  EXPECT_EQ(e.max_len(), 50);
+  EXPECT_EQ(e.dropout(), 0.25);
+  EXPECT_EQ(e.config().dim, 16);
+  EXPECT_EQ(e.config().layout, posenc::sinusoidal_layout::concat);
+  EXPECT_EQ(std::memcmp(e.table().data(), ref.table().data(), sizeof(double) * 50 * 16), 0);
+  expect_ok(posenc::sinusoidal_embedding<>::try_create({4}, 0, pe), "empty table");
+  EXPECT_EQ(pe.max_len(), 0);
+}
+
+TEST(SinusoidalTry, EmbeddingForward) {
+  const posenc::sinusoidal_embedding<> pe({8}, 10, 0.5);
+  std::vector<float> x(2 * 3 * 8);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0f + 0.01f * static_cast<float>(i);
+  const auto x0 = x;
+  const posenc::strided_view<float, 3> v(x.data(), {2, 3, 8});
+  std::mt19937_64 rng(11);
+  static_assert(noexcept(pe.try_forward(v)), "try_ forms are noexcept");
+  static_assert(noexcept(pe.try_forward(v, true, rng)), "try_ forms are noexcept");
+  const posenc::strided_view<float, 3> wrong_dim(x.data(), {2, 4, 6});
+  const posenc::positions past = posenc::positions::offset(8);  // 8 + 2 >= 10
+  expect_failed_like(pe.try_forward(wrong_dim), thrown_message([&] { pe.forward(wrong_dim); }), "D mismatch");
+  expect_failed_like(pe.try_forward(v, past), thrown_message([&] { pe.forward(v, past); }), "past max_len");
+  EXPECT_EQ(pe.try_forward(v, past).message(), "posenc::sinusoidal_embedding::forward: position 10 is past the table of max_len=10");
+  expect_failed_like(pe.try_forward(v, true, rng, past), thrown_message([&] { pe.forward(v, true, rng, past); }), "train past");
+  expect_failed_like(pe.try_forward(v, true, rng, posenc::positions::offset(-1)),
+                     thrown_message([&] { pe.forward(v, true, rng, posenc::positions::offset(-1)); }), "train negative");
+  EXPECT_TRUE(same_bits(x, x0));
+  std::mt19937_64 fresh(11);
+  EXPECT_EQ(rng, fresh);  // no draws on a rejected call
+
+  // Accepted: bits and generator state of the throwing form, eval and training.
+  std::vector<float> a = x0;
+  pe.forward(posenc::strided_view<float, 3>(a.data(), {2, 3, 8}), posenc::positions::offset(2));
+  expect_ok(pe.try_forward(v, posenc::positions::offset(2)), "eval");
+  EXPECT_TRUE(same_bits(x, a));
+  std::mt19937_64 r1(99), r2(99);
+  a = x0;
+  x = x0;
+  pe.forward(posenc::strided_view<float, 3>(a.data(), {2, 3, 8}), true, r1, posenc::positions::offset(1));
+  expect_ok(pe.try_forward(v, true, r2, posenc::positions::offset(1)), "train");
+  EXPECT_TRUE(same_bits(x, a));
+  EXPECT_EQ(r1, r2);
+  a = x0;
+  x = x0;
+  pe.forward(posenc::strided_view<float, 3>(a.data(), {2, 3, 8}), false, r1);
+  expect_ok(pe.try_forward(v, false, r2), "eval with generator");
+  EXPECT_TRUE(same_bits(x, a));
+  EXPECT_EQ(r1, r2);
+  // An empty module accepts only empty inputs.
+  const posenc::sinusoidal_embedding<> empty;
+  expect_ok(empty.try_forward(posenc::strided_view<float, 3>(x.data(), {2, 0, 0})), "empty x");
+  EXPECT_FALSE(empty.try_forward(v).ok());
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
+#include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -108,33 +109,26 @@ class learned_position_embedding {
  public:
   /// A zero table, gamma = 1, beta = 0, zero gradients. Throws argument_error if max_positions or dim <= 0,
   /// position_offset < 0, scale not finite, eps not finite or <= 0 (with layer_norm), dropout outside [0, 1],
-  /// or the table size overflows.
-  explicit learned_position_embedding(const learned_config& cfg) : cfg_(cfg) {
-    constexpr const char* fn = "learned_position_embedding";
-    if (cfg.max_positions <= 0) detail::throw_invalid_argument(fn, "max_positions=", cfg.max_positions, " must be > 0");
-    if (cfg.dim <= 0) detail::throw_invalid_argument(fn, "dim=", cfg.dim, " must be > 0");
-    if (cfg.position_offset < 0)
-      detail::throw_invalid_argument(fn, "position_offset=", cfg.position_offset, " must be >= 0");
-    if (!std::isfinite(cfg.scale)) detail::throw_invalid_argument(fn, "scale=", cfg.scale, " must be finite");
-    if (cfg.layer_norm && !(std::isfinite(cfg.eps) && cfg.eps > 0.0))
-      detail::throw_invalid_argument(fn, "eps=", cfg.eps, " must be finite and > 0");
-    if (!(cfg.dropout >= 0.0 && cfg.dropout <= 1.0))
-      detail::throw_invalid_argument(fn, "dropout=", cfg.dropout, " must be in [0, 1]");
-    const index_t big = static_cast<index_t>(table_.max_size());
-    if (cfg.max_positions > big - cfg.position_offset || cfg.max_positions + cfg.position_offset > big / cfg.dim)
-      detail::throw_invalid_argument(fn, "max_positions=", cfg.max_positions, " + position_offset=", cfg.position_offset,
-                                     " times dim=", cfg.dim, " overflows");
-    rows_ = cfg.max_positions + cfg.position_offset;
-    const auto size = static_cast<std::size_t>(rows_ * cfg.dim);
-    table_.assign(size, C(0));
-    grad_.assign(size, C(0));
-    touched_.assign(static_cast<std::size_t>(rows_), 0);
-    touched_rows_.reserve(static_cast<std::size_t>(rows_));
-    gamma_.assign(static_cast<std::size_t>(cfg.dim), C(1));
-    beta_.assign(static_cast<std::size_t>(cfg.dim), C(0));
-    grad_gamma_.assign(static_cast<std::size_t>(cfg.dim), C(0));
-    grad_beta_.assign(static_cast<std::size_t>(cfg.dim), C(0));
+  /// or the table size overflows (std::bad_alloc when the vectors cannot be allocated).
+  explicit learned_position_embedding(const learned_config& cfg) { detail::throw_if_error(try_build(cfg)); }
+
+  /// The constructor without exceptions: `out` holds the module on success, is unchanged on error (an
+  /// out_of_memory status when the table cannot be allocated).
+  ///
+  /// **Example**
+  /// ```
+  /// posenc::learned_position_embedding<> wpe;
+  /// if (posenc::status s = posenc::learned_position_embedding<>::try_create(cfg, wpe); !s) return s;
+  /// ```
+  static status try_create(const learned_config& cfg, learned_position_embedding& out) noexcept {
+    learned_position_embedding m;
+    POSENC_TRY(m.try_build(cfg));
+    out = std::move(m);
+    return {};
   }
+
+  /// An empty module (no rows, dim 0), to be filled by try_create; its forward accepts only empty x.
+  learned_position_embedding() = default;
 
   const learned_config& config() const { return cfg_; }
   /// Rows of the table: max_positions + position_offset.
@@ -171,62 +165,93 @@ class learned_position_embedding {
   /// Fills the table with stddev * N(0, 1), row-major, from detail::math::normal_generator(seed):
   /// std::mt19937_64(seed) and a Box-Muller transform written in posenc, so the same seed gives the same
   /// table with libstdc++, libc++ and MSVC (std::normal_distribution does not). GPT-2 / BERT initialise
-  /// position embeddings with N(0, 0.02^2). Throws argument_error if stddev is not finite or < 0.
-  void init_normal(std::uint64_t seed, double stddev = 0.02) {
+  /// position embeddings with N(0, 0.02^2). Fails with invalid_argument, changing nothing, if stddev is not
+  /// finite or < 0.
+  status try_init_normal(std::uint64_t seed, double stddev = 0.02) noexcept {
     if (!(std::isfinite(stddev) && stddev >= 0.0))
-      detail::throw_invalid_argument("learned_position_embedding::init_normal", "stddev=", stddev,
-                                     " must be finite and >= 0");
+      return detail::fail("learned_position_embedding::init_normal", "stddev=", stddev, " must be finite and >= 0");
     detail::math::normal_generator gen(seed);
     for (C& v : table_) v = static_cast<C>(stddev * gen());
+    return {};
   }
+  void init_normal(std::uint64_t seed, double stddev = 0.02) { detail::throw_if_error(try_init_normal(seed, stddev)); }
 
   /// Evaluation forward in place: x = LN(x + scale * E[p + offset]) (no dropout, nothing cached).
   /// `x`: (N, L, D) or (L, D), strided_view or Eigen tensor, T float, double, Eigen::half, Eigen::bfloat16.
-  /// Throws argument_error, writing nothing, if D != dim, or a position is negative or >= max_positions.
+  /// Fails with invalid_argument, writing nothing, if D != dim, or a position is negative or >= max_positions.
+  /// Every forward and backward has a try_ form: noexcept, returning a status with the message the throwing
+  /// form's argument_error carries; nothing (x, cache, rng, gradients) is changed when it is not ok.
+  template <class X, class Dispatch = detail::default_dispatch>
+  status try_forward(X&& x, const positions& pos) const noexcept {
+    const auto t = detail::make_add_target(x, x);
+    return run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, false, nullptr, nullptr);
+  }
   template <class X, class Dispatch = detail::default_dispatch>
   void forward(X&& x, const positions& pos) const {
-    const auto t = detail::make_add_target(x, x);
-    run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, false, nullptr, nullptr);
+    detail::throw_if_error(try_forward<X&, Dispatch>(x, pos));
   }
 
   /// Evaluation forward out of place (`out` must not overlap `in`).
   template <class X, class Y, class Dispatch = detail::default_dispatch>
-  void forward(X&& in, Y&& out, const positions& pos) const {
+  status try_forward(X&& in, Y&& out, const positions& pos) const noexcept {
     const auto t = detail::make_add_target(in, out);
-    run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, false, nullptr, nullptr);
+    return run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, false, nullptr, nullptr);
+  }
+  template <class X, class Y, class Dispatch = detail::default_dispatch>
+  void forward(X&& in, Y&& out, const positions& pos) const {
+    detail::throw_if_error(try_forward<X&, Y&, Dispatch>(in, out, pos));
   }
 
   /// Training (train = true) or evaluation forward in place, filling `cache` for backward. In training mode
   /// with dropout p > 0, one draw of `rng` per element in (n, l, d) order decides the mask (dropped iff
   /// (draw >> 11) * 2^-53 < p), so the same seed gives the same mask everywhere; the mask is kept in `cache`
-  /// and used by backward. Throws argument_error, changing nothing (x, cache, rng), as forward above.
+  /// and used by backward. Fails with invalid_argument, changing nothing (x, cache, rng), as forward above;
+  /// the cache's vectors grow only when it has not seen so large a shape (out_of_memory, changing nothing,
+  /// when they cannot).
+  template <class X, class Dispatch = detail::default_dispatch>
+  status try_forward(X&& x, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const noexcept {
+    const auto t = detail::make_add_target(x, x);
+    return run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, train, &rng, &cache);
+  }
   template <class X, class Dispatch = detail::default_dispatch>
   void forward(X&& x, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
-    const auto t = detail::make_add_target(x, x);
-    run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, train, &rng, &cache);
+    detail::throw_if_error(try_forward<X&, Dispatch>(x, pos, train, rng, cache));
   }
 
   /// Training or evaluation forward out of place, filling `cache`.
   template <class X, class Y, class Dispatch = detail::default_dispatch>
-  void forward(X&& in, Y&& out, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
+  status try_forward(X&& in, Y&& out, const positions& pos, bool train, std::mt19937_64& rng,
+                     learned_cache& cache) const noexcept {
     const auto t = detail::make_add_target(in, out);
-    run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, train, &rng, &cache);
+    return run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, train, &rng, &cache);
+  }
+  template <class X, class Y, class Dispatch = detail::default_dispatch>
+  void forward(X&& in, Y&& out, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
+    detail::throw_if_error(try_forward<X&, Y&, Dispatch>(in, out, pos, train, rng, cache));
   }
 
   /// Backward pass of the forward that filled `cache`: grad_in = dL/dx from grad_out = dL/dy (same (N, L, D)
   /// shape; grad_in may be grad_out itself), and accumulates dL/dE into table_grad() (only the rows used:
   /// scale * grad_h summed over the tokens at each row) and, with layer norm, dL/dgamma, dL/dbeta. The same
-  /// dropout mask as the forward. Throws argument_error, changing nothing, if the cache is empty or was filled
-  /// by another module, or the shapes do not match the cached forward.
+  /// dropout mask as the forward. Fails with invalid_argument, changing nothing, if the cache is empty or was
+  /// filled by another module, or the shapes do not match the cached forward. Allocates nothing (but once
+  /// in a copy of a module, whose copied vectors lack the reserved room for the touched rows).
   template <class G, class GX>
-  void backward(G&& grad_out, GX&& grad_in, const learned_cache& cache) {
+  status try_backward(G&& grad_out, GX&& grad_in, const learned_cache& cache) noexcept {
     constexpr const char* fn = "learned_position_embedding::backward";
     const auto t = detail::make_add_target(grad_out, grad_in);
-    detail::check_add_target(fn, "grad_out", "grad_in", cfg_.dim, t);
-    if (cache.owner_ != this) detail::throw_invalid_argument(fn, cache.filled() ? "cache was filled by another module" : "cache is empty (no forward with this cache)");
+    POSENC_TRY(detail::check_add_target(fn, "grad_out", "grad_in", cfg_.dim, t));
+    if (cache.owner_ != this)
+      return detail::fail(fn, cache.filled() ? "cache was filled by another module" : "cache is empty (no forward with this cache)");
     if (t.in.extent(0) != cache.n_ || t.in.extent(1) != cache.l_)
-      detail::throw_invalid_argument(fn, "grad_out (N, L)=(", t.in.extent(0), ", ", t.in.extent(1),
-                                     ") does not match the cached forward's (", cache.n_, ", ", cache.l_, ")");
+      return detail::fail(fn, "grad_out (N, L)=(", t.in.extent(0), ", ", t.in.extent(1),
+                          ") does not match the cached forward's (", cache.n_, ", ", cache.l_, ")");
+    // Room for every row in touched_rows_ (reserved on construction; a copied module keeps only the size).
+    if (touched_rows_.capacity() < static_cast<std::size_t>(rows_))
+      POSENC_TRY(detail::guard_alloc(fn, [&]() -> status {
+        touched_rows_.reserve(static_cast<std::size_t>(rows_));
+        return {};
+      }));
     using T = typename decltype(t.out)::element_type;
     const index_t dim = cfg_.dim;
     const double inv_d = 1.0 / static_cast<double>(dim);
@@ -275,39 +300,78 @@ class learned_position_embedding {
         }
         if (!touched_[static_cast<std::size_t>(row)]) {
           touched_[static_cast<std::size_t>(row)] = 1;
-          touched_rows_.push_back(row);  // capacity reserved for every row: never allocates
+          touched_rows_.push_back(row);  // capacity for every row (above): never allocates
         }
       }
     }
+    return {};
+  }
+  template <class G, class GX>
+  void backward(G&& grad_out, GX&& grad_in, const learned_cache& cache) {
+    detail::throw_if_error(try_backward<G&, GX&>(grad_out, grad_in, cache));
   }
 
  private:
+  status try_build(const learned_config& cfg) noexcept {
+    constexpr const char* fn = "learned_position_embedding";
+    if (cfg.max_positions <= 0) return detail::fail(fn, "max_positions=", cfg.max_positions, " must be > 0");
+    if (cfg.dim <= 0) return detail::fail(fn, "dim=", cfg.dim, " must be > 0");
+    if (cfg.position_offset < 0) return detail::fail(fn, "position_offset=", cfg.position_offset, " must be >= 0");
+    if (!std::isfinite(cfg.scale)) return detail::fail(fn, "scale=", cfg.scale, " must be finite");
+    if (cfg.layer_norm && !(std::isfinite(cfg.eps) && cfg.eps > 0.0))
+      return detail::fail(fn, "eps=", cfg.eps, " must be finite and > 0");
+    if (!(cfg.dropout >= 0.0 && cfg.dropout <= 1.0))
+      return detail::fail(fn, "dropout=", cfg.dropout, " must be in [0, 1]");
+    const index_t big = static_cast<index_t>(table_.max_size());
+    if (cfg.max_positions > big - cfg.position_offset || cfg.max_positions + cfg.position_offset > big / cfg.dim)
+      return detail::fail(fn, "max_positions=", cfg.max_positions, " + position_offset=", cfg.position_offset,
+                          " times dim=", cfg.dim, " overflows");
+    const index_t nrows = cfg.max_positions + cfg.position_offset;
+    if (static_cast<std::size_t>(nrows) > touched_rows_.max_size()) return detail::out_of_memory(fn);
+    return detail::guard_alloc(fn, [&]() -> status {
+      const auto size = static_cast<std::size_t>(nrows * cfg.dim);
+      table_.assign(size, C(0));
+      grad_.assign(size, C(0));
+      touched_.assign(static_cast<std::size_t>(nrows), 0);
+      touched_rows_.reserve(static_cast<std::size_t>(nrows));
+      gamma_.assign(static_cast<std::size_t>(cfg.dim), C(1));
+      beta_.assign(static_cast<std::size_t>(cfg.dim), C(0));
+      grad_gamma_.assign(static_cast<std::size_t>(cfg.dim), C(0));
+      grad_beta_.assign(static_cast<std::size_t>(cfg.dim), C(0));
+      cfg_ = cfg;
+      rows_ = nrows;
+      return {};
+    });
+  }
+
   template <class Dispatch, class T>
-  void run_forward(const char* fn, const detail::add_target<T>& t, const char* in_name, const char* out_name,
-                   const positions& pos, bool train, std::mt19937_64* rng, learned_cache* cache) const {
-    detail::check_add_target(fn, in_name, out_name, cfg_.dim, t);
+  status run_forward(const char* fn, const detail::add_target<T>& t, const char* in_name, const char* out_name,
+                     const positions& pos, bool train, std::mt19937_64* rng, learned_cache* cache) const noexcept {
+    POSENC_TRY(detail::check_add_target(fn, in_name, out_name, cfg_.dim, t));
     const index_t nb = t.in.extent(0);
     const index_t nl = t.in.extent(1);
-    const index_t max_pos = detail::validate_positions(fn, pos, nb, nl);
+    index_t max_pos = -1;
+    POSENC_TRY(detail::validate_positions(fn, pos, nb, nl, max_pos));
     if (max_pos >= cfg_.max_positions)
-      detail::throw_invalid_argument(fn, "position ", max_pos, " is past the table of max_positions=", cfg_.max_positions);
+      return detail::fail(fn, "position ", max_pos, " is past the table of max_positions=", cfg_.max_positions);
     const index_t dim = cfg_.dim;
     if (nb > 0 && nl > 0 && nb > std::numeric_limits<index_t>::max() / nl / dim)
-      detail::throw_invalid_argument(fn, "N * L * D overflows");
+      return detail::fail(fn, "N * L * D overflows");
     const auto drop = detail::dropout_draw::make(train, cfg_.dropout, rng);
-    if (cache) prepare(*cache, nb, nl, drop);  // after every check: a rejected call leaves the cache as it was
-    if (nb == 0 || nl == 0) return;
+    // After every check: a rejected call leaves the cache as it was.
+    if (cache) POSENC_TRY(detail::guard_alloc(fn, [&]() -> status { return prepare(fn, *cache, nb, nl, drop); }));
+    if (nb == 0 || nl == 0) return {};
     using A = detail::simd::acc_t<T>;
     if (!cfg_.layer_norm && cache == nullptr) {
       if (drop.active()) {
         detail::table_rows_dropout<A>(table_.data(), dim, cfg_.position_offset, static_cast<A>(cfg_.scale), pos, t, drop);
-        return;
+        return {};
       }
       const C* table = table_.data();
       const index_t row_offset = cfg_.position_offset;
       const double scale = cfg_.scale;
       Dispatch::call([&](auto k) { table_rows(k, table, dim, row_offset, scale, pos, t); });
-      return;
+      return {};
     }
     const double ks = drop.keep_scale;
     for (index_t n = 0; n < nb; ++n) {
@@ -363,11 +427,25 @@ class learned_position_embedding {
         }
       }
     }
+    return {};
   }
 
-  void prepare(learned_cache& c, index_t nb, index_t nl, const detail::dropout_draw& drop) const {
+  /// Sizes the cache for a forward. Every vector is reserved first: a reserve that throws (std::bad_alloc)
+  /// leaves its vector as it was, so a failure changes nothing but capacities; the resizes after them stay
+  /// within capacity and cannot fail.
+  status prepare(const char* fn, learned_cache& c, index_t nb, index_t nl, const detail::dropout_draw& drop) const {
     const auto tokens = static_cast<std::size_t>(nb * nl);
     const auto elems = tokens * static_cast<std::size_t>(cfg_.dim);
+    const std::size_t n_xhat = cfg_.layer_norm ? elems : 0;
+    const std::size_t n_rstd = cfg_.layer_norm ? tokens : 0;
+    const std::size_t n_keep = drop.active() ? elems : 0;
+    if (tokens > c.rows_.max_size() || n_xhat > c.xhat_.max_size() || n_rstd > c.rstd_.max_size() ||
+        n_keep > c.keep_.max_size())
+      return detail::out_of_memory(fn);
+    c.rows_.reserve(tokens);
+    c.xhat_.reserve(n_xhat);
+    c.rstd_.reserve(n_rstd);
+    c.keep_.reserve(n_keep);
     c.owner_ = this;
     c.n_ = nb;
     c.l_ = nl;
@@ -375,9 +453,10 @@ class learned_position_embedding {
     c.dropped_ = drop.active();
     c.keep_scale_ = drop.keep_scale;
     c.rows_.resize(tokens);
-    c.xhat_.resize(cfg_.layer_norm ? elems : 0);
-    c.rstd_.resize(cfg_.layer_norm ? tokens : 0);
-    c.keep_.resize(drop.active() ? elems : 0);
+    c.xhat_.resize(n_xhat);
+    c.rstd_.resize(n_rstd);
+    c.keep_.resize(n_keep);
+    return {};
   }
 
   learned_config cfg_;

@@ -19,6 +19,7 @@
 #include "posenc/detail/math/random.hpp"
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
+#include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -50,18 +51,23 @@ auto make_add_target(In&& in, Out&& out) {
 
 /// Shape, stride and aliasing checks of an additive call: D = dim, same shape, in place or disjoint.
 template <class T>
-void check_add_target(const char* fn, const char* in_name, const char* out_name, index_t dim, const add_target<T>& t) {
-  throw_if_error(check_view(fn, in_name, t.in, false));
-  throw_if_error(check_view(fn, out_name, t.out, true));
+status check_add_target(const char* fn, const char* in_name, const char* out_name, index_t dim, const add_target<T>& t) {
+  POSENC_TRY(check_view(fn, in_name, t.in, false));
+  POSENC_TRY(check_view(fn, out_name, t.out, true));
   if (t.in.extent(2) != dim)
-    throw_invalid_argument(fn, in_name, " feature dim (last extent)=", t.in.extent(2), " does not match dim=", dim);
+    return fail(fn, in_name, " feature dim (last extent)=", t.in.extent(2), " does not match dim=", dim);
   if (t.in.extents() != t.out.extents())
-    throw_invalid_argument(fn, out_name, " shape (", t.out.extent(0), ", ", t.out.extent(1), ", ", t.out.extent(2),
-                           ") does not match ", in_name, " shape (", t.in.extent(0), ", ", t.in.extent(1), ", ",
-                           t.in.extent(2), ")");
+    return fail(fn, out_name, " shape (", t.out.extent(0), ", ", t.out.extent(1), ", ", t.out.extent(2),
+                ") does not match ", in_name, " shape (", t.in.extent(0), ", ", t.in.extent(1), ", ", t.in.extent(2),
+                ")");
   if (!same_view(t.in, t.out) && spans_overlap(t.in, t.out))
-    throw_invalid_argument(fn, out_name, " overlaps ", in_name, " without being the same view (in place)");
+    return fail(fn, out_name, " overlaps ", in_name, " without being the same view (in place)");
+  return {};
 }
+
+/// The out_of_memory status of guard_alloc, for a size past a vector's max_size() (where std::vector would
+/// throw std::length_error, which must not leave a noexcept try_ form).
+inline status out_of_memory(const char* fn) { return fail_with(errc::out_of_memory, fn, "out of memory"); }
 
 /// Inverted dropout (Srivastava et al. 2014; PyTorch `nn.Dropout`): an element is kept with probability
 /// 1 - p and then scaled by 1/(1 - p). One draw per element: dropped iff uniform01(rng) < p.
