@@ -3,6 +3,7 @@
 // every storage type, mixed storage (float K into a half cache), the fused q+k decode step with GQA, MRoPE,
 // the context shift, one and two threads at 4096 tokens, and the naive Eigen peer.
 // Shapes (N, L, H, D): [1, 4096, 32, 128] (64 MiB in float: past every cache) and one token [1, 1, 32, 128].
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -156,6 +157,69 @@ void BM_RopeNaiveEigen(benchmark::State& state) {
   });
 }
 
+/// K rotated and V copied from a fused float QKV buffer [N, L, (32 + 2*8) * 128] into a paged cache of T
+/// [blocks, 16, 8, 128] through a slot mapping (blocks handed out in reverse), one rope_append_kv call:
+/// reads k and v (float), writes them once (T). Unfused: apply_rope into a T scratch, then both copied by slot.
+template <class T, bool Fused>
+void BM_RopeAppendKvPaged(benchmark::State& state) {
+  const index_t n = state.range(0), l = state.range(1), hq = 32, hk = 8, d = 128, row = (hq + 2 * hk) * d, bs = 16;
+  const index_t blocks = (n * l + bs - 1) / bs;
+  const auto plan = bench_plan(posenc::rope_style::half_split, d);
+  const posenc::rope_cache<float> cache(plan, l + 4096);
+  const auto qkv = posenc_bench::random_values<float>(static_cast<std::size_t>(n * l * row));
+  std::vector<T> kc(static_cast<std::size_t>(blocks * bs * hk * d)), vc(kc.size()), tmp(static_cast<std::size_t>(n * l * hk * d));
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(n * l));
+  for (index_t t = 0; t < n * l; ++t) slots[static_cast<std::size_t>(t)] = (blocks - 1 - t / bs) * bs + t % bs;
+  const posenc::strided_view<const float, 4> k(qkv.data() + hq * d, {n, l, hk, d}, {l * row, row, d, 1});
+  const posenc::strided_view<const float, 4> v(qkv.data() + (hq + hk) * d, {n, l, hk, d}, {l * row, row, d, 1});
+  const posenc::strided_view<T, 4> kcv(kc.data(), {blocks, bs, hk, d}), vcv(vc.data(), {blocks, bs, hk, d});
+  const auto slot_map = posenc::kv_slots::paged(slots.data(), n, l);
+  const std::size_t elems = static_cast<std::size_t>(2 * n * l * hk * d);
+  posenc_bench::run_paired(state, elems * (sizeof(float) + sizeof(T)) / 2, [&] {
+    if constexpr (Fused) {
+      posenc::rope_append_kv(cache, k, v, kcv, vcv, kPos, slot_map);
+    } else {
+      posenc::apply_rope(cache, k, posenc::strided_view<T, 4>(tmp.data(), {n, l, hk, d}), kPos);
+      for (index_t t = 0; t < n * l; ++t) {
+        const index_t s = slots[static_cast<std::size_t>(t)];
+        std::copy_n(tmp.data() + t * hk * d, hk * d, kc.data() + s * hk * d);
+        for (index_t e = 0; e < hk * d; ++e)
+          vc[static_cast<std::size_t>(s * hk * d + e)] = T(v(t / l, t % l, e / d, e % d));
+      }
+    }
+    benchmark::DoNotOptimize(kc.data());
+    benchmark::DoNotOptimize(vc.data());
+  });
+}
+
+/// The same append into an int8 cache with dynamic per-token-per-head scales (rope_append_kv_quantized).
+void BM_RopeAppendKvPagedInt8(benchmark::State& state) {
+  const index_t n = state.range(0), l = state.range(1), hq = 32, hk = 8, d = 128, row = (hq + 2 * hk) * d, bs = 16;
+  const index_t blocks = (n * l + bs - 1) / bs;
+  const auto plan = bench_plan(posenc::rope_style::half_split, d);
+  const posenc::rope_cache<float> cache(plan, l + 4096);
+  const auto qkv = posenc_bench::random_values<float>(static_cast<std::size_t>(n * l * row));
+  std::vector<std::int8_t> kc(static_cast<std::size_t>(blocks * bs * hk * d)), vc(kc.size());
+  std::vector<float> ks(static_cast<std::size_t>(blocks * bs * hk)), vs(ks.size());
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(n * l));
+  for (index_t t = 0; t < n * l; ++t) slots[static_cast<std::size_t>(t)] = (blocks - 1 - t / bs) * bs + t % bs;
+  const posenc::strided_view<const float, 4> k(qkv.data() + hq * d, {n, l, hk, d}, {l * row, row, d, 1});
+  const posenc::strided_view<const float, 4> v(qkv.data() + (hq + hk) * d, {n, l, hk, d}, {l * row, row, d, 1});
+  const std::size_t elems = static_cast<std::size_t>(2 * n * l * hk * d);
+  posenc_bench::run_paired(state, elems * (sizeof(float) + 1) / 2, [&] {
+    posenc::rope_append_kv_quantized(cache, k, v, posenc::strided_view<std::int8_t, 4>(kc.data(), {blocks, bs, hk, d}),
+                                     posenc::strided_view<std::int8_t, 4>(vc.data(), {blocks, bs, hk, d}), kPos,
+                                     posenc::kv_slots::paged(slots.data(), n, l), posenc::quant_spec{}, posenc::quant_spec{},
+                                     posenc::strided_view<float, 3>(ks.data(), {blocks, bs, hk}),
+                                     posenc::strided_view<float, 3>(vs.data(), {blocks, bs, hk}));
+    benchmark::DoNotOptimize(kc.data());
+  });
+}
+
+void append_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"N", "L"})->Args({1, 4096})->Args({64, 1})->UseManualTime();
+}
+
 void prefill(benchmark::internal::Benchmark* b) {
   b->ArgNames({"N", "L", "H", "D"})->Args({1, 4096, 32, 128})->UseManualTime();
 }
@@ -183,6 +247,11 @@ BENCHMARK(BM_RopeIntoCache<Eigen::bfloat16>)->Name("BM_RopeFloatIntoBf16Cache" +
 // Decode: one token, 32 q + 8 kv heads of a fused QKV buffer.
 BENCHMARK(BM_RopeDecodeFusedQk<true>)->Name("BM_RopeDecodeFusedQkCache" + S)->UseManualTime();
 BENCHMARK(BM_RopeDecodeFusedQk<false>)->Name("BM_RopeDecodeFusedQkPlan" + S)->UseManualTime();
+// Fused RoPE + paged KV-cache append (prefill of 4096 tokens; a decode step of 64 sequences), and unfused.
+BENCHMARK(BM_RopeAppendKvPaged<Eigen::half, true>)->Name("BM_RopeAppendKvPagedHalf" + S)->Apply(append_shapes);
+BENCHMARK(BM_RopeAppendKvPaged<Eigen::half, false>)->Name("BM_RopeAppendKvPagedHalfUnfused" + S)->Apply(append_shapes);
+BENCHMARK(BM_RopeAppendKvPaged<float, true>)->Name("BM_RopeAppendKvPagedFloat" + S)->Apply(append_shapes);
+BENCHMARK(BM_RopeAppendKvPagedInt8)->Name("BM_RopeAppendKvPagedInt8" + S)->Apply(append_shapes);
 BENCHMARK(BM_Mrope)->Name("BM_MropeChunked" + S)->Apply(prefill);
 BENCHMARK(BM_ShiftRope)->Name("BM_ShiftRope" + S)->Apply(prefill);
 BENCHMARK(BM_RopeThreads)->Name("BM_RopeHalfSplitCacheThreads" + S)->ArgNames({"N", "L", "H", "D", "threads"})
