@@ -1,9 +1,14 @@
 // KV-cache operations and layout conversion: context shift, re-rotation between plans, interleaved <->
-// half-split conversion of tensors and of q/k projection weights.
+// half-split conversion of tensors and of q/k projection weights; their try_ forms (no-throw API): a rejected
+// input gives the throwing form's message as an invalid_argument status and writes nothing, an accepted one
+// gives the throwing form's bits.
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -259,6 +264,246 @@ TEST(ApplyRopeEmpty, StillValidatesPositions) {
   EXPECT_THROW(posenc::apply_rope(plan, empty, posenc::positions::offset(-1)), posenc::argument_error);
   const std::int64_t one[] = {4};
   EXPECT_THROW(posenc::apply_rope(plan, empty, posenc::positions::per_sequence(one, 1)), posenc::argument_error);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------ try_ forms
+
+namespace {
+
+constexpr const char* kNoThrow = "(no exception)";
+
+/// The message of the argument_error that `f` throws.
+template <class F>
+std::string thrown_message(F&& f) {
+  try {
+    f();
+  } catch (const posenc::argument_error& e) {
+    return e.what();
+  }
+  return kNoThrow;
+}
+
+/// `s` is the throwing form's rejection: invalid_argument with exactly its message.
+void expect_rejection(const posenc::status& s, const std::string& thrown, const std::string& what) {
+  EXPECT_NE(thrown, kNoThrow) << what << ": the throwing form accepted it";
+  EXPECT_FALSE(s.ok()) << what;
+  EXPECT_FALSE(static_cast<bool>(s)) << what;
+  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
+  EXPECT_EQ(s.message(), thrown) << what;
+}
+
+void expect_ok(const posenc::status& s, const std::string& what) {
+  EXPECT_TRUE(s.ok()) << what << ": " << s.message();
+  EXPECT_EQ(s.code(), posenc::errc::ok) << what;
+  EXPECT_TRUE(s.message().empty()) << what;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+posenc::rope_plan plan_of(index_t head_dim, posenc::rope_style style = posenc::rope_style::half_split, index_t rotary_dim = 0) {
+  posenc::rope_config cfg;
+  cfg.head_dim = head_dim;
+  cfg.rotary_dim = rotary_dim;
+  cfg.style = style;
+  return posenc::make_rope_plan(cfg);
+}
+
+using V4 = posenc::strided_view<float, 4>;
+using C4 = posenc::strided_view<const float, 4>;
+
+static_assert(noexcept(posenc::try_shift_rope(std::declval<const posenc::rope_plan&>(), std::declval<V4>(), index_t{1})));
+static_assert(noexcept(posenc::try_shift_rope(std::declval<const posenc::rope_plan&>(), std::declval<V4>(),
+                                              static_cast<const std::int64_t*>(nullptr), 1, 1)));
+static_assert(noexcept(posenc::try_rerotate_rope(std::declval<const posenc::rope_plan&>(), std::declval<const posenc::rope_plan&>(),
+                                                 std::declval<V4>(), std::declval<const posenc::positions&>())));
+static_assert(noexcept(posenc::try_convert_rope_layout(std::declval<C4>(), std::declval<V4>(), 2, 0, posenc::rope_style::interleaved,
+                                                       posenc::rope_style::half_split)));
+static_assert(noexcept(posenc::try_convert_rope_weight_layout(std::declval<posenc::strided_view<const float, 2>>(),
+                                                              std::declval<posenc::strided_view<float, 2>>(), 1, 2, 2, 0,
+                                                              posenc::rope_style::interleaved, posenc::rope_style::half_split)));
+
+TEST(TryShiftRope, RejectsLikeThrowingFormAndWritesNothing) {
+  const auto plan = plan_of(8);
+  const std::vector<float> k0 = random_values<float>(2 * 3 * 2 * 8, 21);
+  std::vector<float> k = k0;
+  const V4 v(k.data(), {2, 3, 2, 8});
+  const std::int64_t deltas[] = {1, 2, 3, 4, 5, 6};
+  const auto check = [&](const posenc::status& s, const std::string& thrown, const std::string& what) {
+    expect_rejection(s, thrown, what);
+    EXPECT_TRUE(same_bits(k, k0)) << what << ": k was written";
+  };
+  const V4 d6(k.data(), {2, 3, 2, 6});
+  check(posenc::try_shift_rope(plan, d6, 5), thrown_message([&] { posenc::shift_rope(plan, d6, 5); }), "head dim");
+  check(posenc::try_shift_rope(posenc::rope_plan{}, v, 5), thrown_message([&] { posenc::shift_rope(posenc::rope_plan{}, v, 5); }),
+        "empty plan");
+  check(posenc::try_shift_rope(plan, d6, deltas, 2, 3), thrown_message([&] { posenc::shift_rope(plan, d6, deltas, 2, 3); }),
+        "deltas: head dim");
+  check(posenc::try_shift_rope(plan, v, deltas, 3, 2), thrown_message([&] { posenc::shift_rope(plan, v, deltas, 3, 2); }),
+        "deltas shape");
+  check(posenc::try_shift_rope(plan, v, deltas, 2, 3, 2), thrown_message([&] { posenc::shift_rope(plan, v, deltas, 2, 3, 2); }),
+        "deltas row stride");
+  check(posenc::try_shift_rope(plan, v, nullptr, 2, 3), thrown_message([&] { posenc::shift_rope(plan, v, nullptr, 2, 3); }),
+        "null deltas");
+  const V4 zero_stride(k.data(), {2, 3, 2, 8}, {0, 16, 8, 1});
+  check(posenc::try_shift_rope(plan, zero_stride, 1), thrown_message([&] { posenc::shift_rope(plan, zero_stride, 1); }),
+        "zero stride output");
+}
+
+TEST(TryShiftRope, AcceptedEqualsThrowingForm) {
+  const auto plan = plan_of(12, posenc::rope_style::interleaved, 8);
+  const std::vector<float> k0 = random_values<float>(2 * 3 * 2 * 12, 22);
+  const std::int64_t deltas[] = {-4, 7, 100000, 0, -1, 3, 9, 9};  // row stride 4
+  {
+    std::vector<float> a = k0, b = k0;
+    expect_ok(posenc::try_shift_rope(plan, V4(a.data(), {2, 3, 2, 12}), -300), "uniform");
+    posenc::shift_rope(plan, V4(b.data(), {2, 3, 2, 12}), -300);
+    EXPECT_TRUE(same_bits(a, b));
+    EXPECT_FALSE(same_bits(a, k0)) << "nothing was rotated";
+  }
+  {
+    std::vector<float> a = k0, b = k0;
+    expect_ok(posenc::try_shift_rope(plan, V4(a.data(), {2, 3, 2, 12}), deltas, 2, 3, 4), "per token");
+    posenc::shift_rope(plan, V4(b.data(), {2, 3, 2, 12}), deltas, 2, 3, 4);
+    EXPECT_TRUE(same_bits(a, b));
+    EXPECT_FALSE(same_bits(a, k0)) << "nothing was rotated";
+  }
+  // Empty k with null deltas: nothing to do, accepted by both.
+  std::vector<float> none;
+  expect_ok(posenc::try_shift_rope(plan, V4(none.data(), {0, 3, 2, 12}), nullptr, 0, 3), "empty");
+}
+
+TEST(TryRerotateRope, RejectsLikeThrowingFormAndWritesNothing) {
+  const auto from = plan_of(16);
+  const auto to = plan_of(16, posenc::rope_style::interleaved);
+  const auto to8 = plan_of(16, posenc::rope_style::half_split, 8);
+  const std::vector<float> k0 = random_values<float>(2 * 16, 23);
+  std::vector<float> k = k0;
+  const V4 v(k.data(), {1, 2, 1, 16});
+  const auto pos = posenc::positions::offset(0);
+  const auto check = [&](const posenc::rope_plan& a, const posenc::rope_plan& b, const V4& x, const posenc::positions& p,
+                         const std::string& what) {
+    expect_rejection(posenc::try_rerotate_rope(a, b, x, p), thrown_message([&] { posenc::rerotate_rope(a, b, x, p); }), what);
+    EXPECT_TRUE(same_bits(k, k0)) << what << ": k was written";
+  };
+  check(from, to, v, pos, "style");
+  check(from, to8, v, pos, "rotary dim");
+  check(posenc::rope_plan{}, from, v, pos, "empty from");
+  check(from, posenc::rope_plan{}, v, pos, "empty to");
+  check(from, from, V4(k.data(), {1, 2, 2, 8}), pos, "head dim");
+  check(from, from, v, posenc::positions::offset(-2), "negative offset");
+  const std::int64_t ids[] = {3, -1};
+  check(from, from, v, posenc::positions::per_token(ids, 1, 2), "negative position");
+  check(from, from, v, posenc::positions::per_token(ids, 2, 1), "positions shape");
+}
+
+TEST(TryRerotateRope, AcceptedEqualsThrowingForm) {
+  posenc::rope_config cfg;
+  cfg.head_dim = 32;
+  cfg.scaling = posenc::rope_scaling::dynamic_ntk(4.0, 256);
+  const auto before = posenc::make_rope_plan(cfg, 256);
+  const auto after = posenc::make_rope_plan(cfg, 3000);
+  const std::vector<float> k0 = random_values<float>(3 * 2 * 32, 24);
+  const std::int64_t ids[] = {17, 255, 2999};
+  const auto pos = posenc::positions::per_token(ids, 1, 3);
+  std::vector<float> a = k0, b = k0;
+  expect_ok(posenc::try_rerotate_rope(before, after, V4(a.data(), {1, 3, 2, 32}), pos), "rerotate");
+  posenc::rerotate_rope(before, after, V4(b.data(), {1, 3, 2, 32}), pos);
+  EXPECT_TRUE(same_bits(a, b));
+  EXPECT_FALSE(same_bits(a, k0)) << "nothing was rotated";
+}
+
+TEST(TryConvertRopeLayout, RejectsLikeThrowingFormAndWritesNothing) {
+  const std::vector<float> in = random_values<float>(2 * 16, 25);
+  std::vector<float> out(2 * 16, -9.5f);
+  const std::vector<float> out0 = out;
+  const auto il = posenc::rope_style::interleaved, hs = posenc::rope_style::half_split;
+  const C4 ci(in.data(), {1, 2, 1, 16});
+  const V4 vo(out.data(), {1, 2, 1, 16});
+  const auto check = [&](const auto& x, const V4& y, index_t r, index_t o, const std::string& what) {
+    expect_rejection(posenc::try_convert_rope_layout(x, y, r, o, il, hs),
+                     thrown_message([&] { posenc::convert_rope_layout(x, y, r, o, il, hs); }), what);
+    EXPECT_TRUE(same_bits(out, out0)) << what << ": out was written";
+  };
+  check(ci, vo, 7, 0, "odd rotary dim");
+  check(ci, vo, 0, 0, "zero rotary dim");
+  check(ci, vo, 18, 0, "rotary dim past head");
+  check(ci, vo, 8, 10, "offset");
+  check(ci, V4(out.data(), {1, 1, 2, 16}), 8, 0, "shape");
+  check(C4(out.data(), {1, 2, 1, 16}), V4(out.data() + 1, {1, 2, 1, 15}, {32, 16, 16, 1}), 8, 0, "shape (overlap)");
+  check(C4(out.data(), {1, 2, 1, 16}), vo, 8, 0, "in place");
+  check(C4(out.data(), {1, 1, 1, 16}), V4(out.data() + 8, {1, 1, 1, 16}), 8, 0, "overlap");
+  check(ci, V4(out.data(), {1, 2, 1, 16}, {32, 0, 16, 1}), 8, 0, "zero stride output");
+  check(C4(nullptr, {1, 2, 1, 16}), vo, 8, 0, "null in");
+  check(C4(in.data(), {1, 2, 1, -16}), V4(out.data(), {1, 2, 1, -16}), 8, 0, "negative extent");
+}
+
+TEST(TryConvertRopeLayout, AcceptedEqualsThrowingForm) {
+  const std::vector<double> in = random_values<double>(2 * 3 * 4 * 10, 26);
+  std::vector<double> a(in.size(), 0.0), b(in.size(), 1.0);
+  const std::array<index_t, 4> shape{2, 3, 4, 10};
+  for (const auto& [from, to] : {std::array<posenc::rope_style, 2>{posenc::rope_style::interleaved, posenc::rope_style::half_split},
+                                 {posenc::rope_style::half_split, posenc::rope_style::interleaved}}) {
+    expect_ok(posenc::try_convert_rope_layout(posenc::strided_view<const double, 4>(in.data(), shape),
+                                              posenc::strided_view<double, 4>(a.data(), shape), 6, 2, from, to),
+              "convert");
+    posenc::convert_rope_layout(posenc::strided_view<const double, 4>(in.data(), shape),
+                                posenc::strided_view<double, 4>(b.data(), shape), 6, 2, from, to);
+    EXPECT_TRUE(same_bits(a, b));
+    EXPECT_FALSE(same_bits(a, in)) << "nothing was permuted";
+  }
+}
+
+TEST(TryConvertRopeWeightLayout, RejectsLikeThrowingFormAndWritesNothing) {
+  using W = posenc::strided_view<const float, 2>;
+  using Wo = posenc::strided_view<float, 2>;
+  const std::vector<float> in = random_values<float>(16 * 3, 27);
+  std::vector<float> out(16 * 3, 4.5f);
+  const std::vector<float> out0 = out;
+  const auto il = posenc::rope_style::interleaved, hs = posenc::rope_style::half_split;
+  const W wi(in.data(), {16, 3});
+  const Wo wo(out.data(), {16, 3});
+  const auto check = [&](const W& x, const Wo& y, index_t heads, index_t d, index_t r, index_t o, const std::string& what) {
+    expect_rejection(posenc::try_convert_rope_weight_layout(x, y, heads, d, r, o, il, hs),
+                     thrown_message([&] { posenc::convert_rope_weight_layout(x, y, heads, d, r, o, il, hs); }), what);
+    EXPECT_TRUE(same_bits(out, out0)) << what << ": out was written";
+  };
+  check(wi, wo, 0, 16, 8, 0, "num_heads");
+  check(wi, wo, 2, 0, 8, 0, "head_dim");
+  check(wi, wo, 2, 8, 10, 0, "rotary dim past head");
+  check(wi, wo, 2, 8, 4, 6, "offset");
+  check(wi, wo, 3, 5, 4, 0, "rows");
+  check(wi, Wo(out.data(), {16, 2}), 2, 8, 8, 0, "shape");
+  check(W(out.data(), {8, 3}), Wo(out.data() + 6, {8, 3}), 1, 8, 8, 0, "overlap");
+  check(wi, Wo(out.data(), {16, 3}, {0, 1}), 2, 8, 8, 0, "zero stride output");
+  check(W(in.data(), {16, 3}, {3, -1}), wo, 2, 8, 8, 0, "negative stride");
+}
+
+TEST(TryConvertRopeWeightLayout, AcceptedEqualsThrowingForm) {
+  const std::vector<float> in = random_values<float>(4 * 12 * 5, 28);
+  std::vector<float> a(in.size(), 0.0f), b(in.size(), 1.0f);
+  expect_ok(posenc::try_convert_rope_weight_layout(posenc::strided_view<const float, 2>(in.data(), {48, 5}),
+                                                   posenc::strided_view<float, 2>(a.data(), {48, 5}), 4, 12, 8, 2,
+                                                   posenc::rope_style::half_split, posenc::rope_style::interleaved),
+            "weights");
+  posenc::convert_rope_weight_layout(posenc::strided_view<const float, 2>(in.data(), {48, 5}),
+                                     posenc::strided_view<float, 2>(b.data(), {48, 5}), 4, 12, 8, 2,
+                                     posenc::rope_style::half_split, posenc::rope_style::interleaved);
+  EXPECT_TRUE(same_bits(a, b));
+  EXPECT_FALSE(same_bits(a, in)) << "nothing was permuted";
+  // Strided columns (a transposed view) take the element loop: the same permutation.
+  std::vector<float> c(in.size(), 0.0f);
+  expect_ok(posenc::try_convert_rope_weight_layout(posenc::strided_view<const float, 2>(in.data(), {48, 5}),
+                                                   posenc::strided_view<float, 2>(c.data(), {48, 5}, {1, 48}), 4, 12, 8, 2,
+                                                   posenc::rope_style::half_split, posenc::rope_style::interleaved),
+            "strided weights");
+  for (index_t r = 0; r < 48; ++r)
+    for (index_t col = 0; col < 5; ++col)
+      EXPECT_EQ(c[static_cast<std::size_t>(col * 48 + r)], a[static_cast<std::size_t>(r * 5 + col)]) << r << ", " << col;
 }
 
 }  // namespace

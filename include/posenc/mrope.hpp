@@ -6,7 +6,9 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "posenc/detail/throw.hpp"
 #include "posenc/rope.hpp"
 #include "posenc/rope_scaling.hpp"
+#include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -33,6 +36,9 @@ enum class mrope_layout {
 /// sequence of the batch (shared). Text tokens carry the same value on all three axes. Non-owning.
 class mrope_positions {
  public:
+  /// No tokens (a shared array of length 0): a placeholder, e.g. for try_slice's `out`.
+  mrope_positions() noexcept = default;
+
   static mrope_positions per_token(const std::int64_t* ids, index_t batch, index_t length) {
     return mrope_positions(ids, batch, length, 3 * length, length);
   }
@@ -55,53 +61,78 @@ class mrope_positions {
   /// of a call; see positions::slice). A shared array takes any sequence range. Throws argument_error if a
   /// begin or count is negative or a range leaves the batch or the length.
   mrope_positions slice(index_t n_begin, index_t n_count, index_t l_begin, index_t l_count) const {
+    mrope_positions p;
+    detail::throw_if_error(try_slice(n_begin, n_count, l_begin, l_count, p));
+    return p;
+  }
+
+  /// slice without exceptions: `out` is set on success, untouched on error.
+  status try_slice(index_t n_begin, index_t n_count, index_t l_begin, index_t l_count, mrope_positions& out) const noexcept {
     constexpr const char* fn = "mrope_positions::slice";
     if (n_begin < 0 || n_count < 0 || l_begin < 0 || l_count < 0)
-      detail::throw_invalid_argument(fn, "(n_begin, n_count, l_begin, l_count)=(", n_begin, ", ", n_count, ", ", l_begin,
-                                     ", ", l_count, ") must be >= 0");
+      return detail::fail(fn, "(n_begin, n_count, l_begin, l_count)=(", n_begin, ", ", n_count, ", ", l_begin, ", ",
+                          l_count, ") must be >= 0");
     if (batch_ >= 0 && n_begin > batch_ - n_count)
-      detail::throw_invalid_argument(fn, "sequences [", n_begin, ", ", n_begin, " + ", n_count, ") leave the batch of ", batch_);
+      return detail::fail(fn, "sequences [", n_begin, ", ", n_begin, " + ", n_count, ") leave the batch of ", batch_);
     if (l_begin > length_ - l_count)
-      detail::throw_invalid_argument(fn, "tokens [", l_begin, ", ", l_begin, " + ", l_count, ") leave the length ", length_);
+      return detail::fail(fn, "tokens [", l_begin, ", ", l_begin, " + ", l_count, ") leave the length ", length_);
     mrope_positions p = *this;
     if (ids_ != nullptr) p.ids_ = ids_ + (batch_ >= 0 ? n_begin * batch_stride_ : 0) + l_begin;
     p.batch_ = batch_ >= 0 ? n_count : -1;
     p.length_ = l_count;
-    return p;
+    out = p;
+    return {};
   }
 
  private:
   mrope_positions(const std::int64_t* ids, index_t batch, index_t length, index_t batch_stride, index_t axis_stride)
       : ids_(ids), batch_(batch), length_(length), batch_stride_(batch_stride), axis_stride_(axis_stride) {}
-  const std::int64_t* ids_;
-  index_t batch_;
-  index_t length_;
-  index_t batch_stride_;
-  index_t axis_stride_;
+  const std::int64_t* ids_ = nullptr;
+  index_t batch_ = -1;
+  index_t length_ = 0;
+  index_t batch_stride_ = 0;
+  index_t axis_stride_ = 0;
 };
 
 /// A frequency plan plus the axis of every pair.
 class mrope_plan {
  public:
+  /// An empty plan (rejected by the apply functions), to be filled by try_create.
+  mrope_plan() = default;
+
   /// Throws argument_error unless the plan is non-empty, the sections are >= 0 and sum to plan.pairs().
-  mrope_plan(rope_plan plan, std::array<index_t, 3> sections, mrope_layout layout)
-      : plan_(std::move(plan)), sections_(sections), layout_(layout) {
+  mrope_plan(rope_plan plan, std::array<index_t, 3> sections, mrope_layout layout) {
+    detail::throw_if_error(try_create(std::move(plan), sections, layout, *this));
+  }
+
+  /// The constructor without exceptions: `out` is replaced on success, untouched on error (an out_of_memory
+  /// status when the axis table cannot be allocated).
+  static status try_create(rope_plan plan, std::array<index_t, 3> sections, mrope_layout layout, mrope_plan& out) noexcept {
     constexpr const char* fn = "mrope_plan";
-    if (plan_.empty()) detail::throw_invalid_argument(fn, "plan is empty");
+    if (plan.empty()) return detail::fail(fn, "plan is empty");
     for (std::size_t a = 0; a < 3; ++a)
-      if (sections[a] < 0) detail::throw_invalid_argument(fn, "sections[", a, "]=", sections[a], " must be >= 0");
-    if (sections[0] + sections[1] + sections[2] != plan_.pairs())
-      detail::throw_invalid_argument(fn, "sections ", sections[0], "+", sections[1], "+", sections[2],
-                                     " must sum to rotary_dim/2=", plan_.pairs());
-    axis_.resize(static_cast<std::size_t>(plan_.pairs()));
-    const index_t t = sections[0], h = sections[1];
-    for (index_t i = 0; i < plan_.pairs(); ++i) {
-      std::uint8_t a = 0;
-      if (layout == mrope_layout::chunked) a = i < t ? 0 : (i < t + h ? 1 : 2);
-      else if (i % 3 == 1 && i < 3 * sections[1]) a = 1;
-      else if (i % 3 == 2 && i < 3 * sections[2]) a = 2;
-      axis_[static_cast<std::size_t>(i)] = a;
-    }
+      if (sections[a] < 0) return detail::fail(fn, "sections[", a, "]=", sections[a], " must be >= 0");
+    const index_t p = plan.pairs();  // the sum is compared without forming it (no overflow on huge sections)
+    if (sections[0] > p || sections[1] > p - sections[0] || sections[2] != p - sections[0] - sections[1])
+      return detail::fail(fn, "sections ", sections[0], "+", sections[1], "+", sections[2], " must sum to rotary_dim/2=",
+                          plan.pairs());
+    return detail::guard_alloc(fn, [&]() -> status {
+      std::vector<std::uint8_t> axis(static_cast<std::size_t>(plan.pairs()));
+      const index_t t = sections[0], h = sections[1];
+      for (index_t i = 0; i < plan.pairs(); ++i) {
+        std::uint8_t a = 0;
+        if (layout == mrope_layout::chunked) a = i < t ? 0 : (i < t + h ? 1 : 2);
+        else if (i % 3 == 1 && i < 3 * sections[1]) a = 1;
+        else if (i % 3 == 2 && i < 3 * sections[2]) a = 2;
+        axis[static_cast<std::size_t>(i)] = a;
+      }
+      // Nothing below allocates or throws: `out` changes only once the whole plan exists.
+      out.plan_ = std::move(plan);
+      out.sections_ = sections;
+      out.layout_ = layout;
+      out.axis_ = std::move(axis);
+      return {};
+    });
   }
 
   const rope_plan& plan() const { return plan_; }
@@ -112,65 +143,95 @@ class mrope_plan {
 
  private:
   rope_plan plan_;
-  std::array<index_t, 3> sections_;
-  mrope_layout layout_;
+  std::array<index_t, 3> sections_{};
+  mrope_layout layout_ = mrope_layout::chunked;
   std::vector<std::uint8_t> axis_;
 };
 
 /// Frequencies that restart in every section: pair j of a section of `size` pairs gets base^(-j/size), i.e.
 /// each section is an independent RoPE of rotary dim 2*size (Qwen2-VL VisionRotaryEmbedding(head_dim/2):
-/// sections {0, D/4, D/4} with the chunked layout give its 2D (h, w) RoPE). Throws argument_error on a bad
-/// head_dim/base or sections that do not fit the head.
-inline rope_plan make_sectioned_rope_plan(index_t head_dim, double base, std::array<index_t, 3> sections,
-                                          rope_style style = rope_style::half_split) {
+/// sections {0, D/4, D/4} with the chunked layout give its 2D (h, w) RoPE), into `out`. Fails with
+/// invalid_argument, leaving `out` unchanged, on a bad head_dim/base or sections that do not fit the head
+/// (make_sectioned_rope_plan throws argument_error); out_of_memory if the frequencies cannot be allocated.
+inline status try_make_sectioned_rope_plan(index_t head_dim, double base, std::array<index_t, 3> sections,
+                                           rope_style style, rope_plan& out) noexcept {
   constexpr const char* fn = "make_sectioned_rope_plan";
-  if (!(std::isfinite(base) && base > 1.0)) detail::throw_invalid_argument(fn, "base=", base, " must be finite and > 1");
+  if (!(std::isfinite(base) && base > 1.0)) return detail::fail(fn, "base=", base, " must be finite and > 1");
+  // The sum saturates at INT64_MAX/2 (reported as such): huge sections fail the head_dim check without overflow.
+  constexpr index_t cap = std::numeric_limits<index_t>::max() / 2;
   index_t pairs = 0;
   for (std::size_t a = 0; a < 3; ++a) {
-    if (sections[a] < 0) detail::throw_invalid_argument(fn, "sections[", a, "]=", sections[a], " must be >= 0");
-    pairs += sections[a];
+    if (sections[a] < 0) return detail::fail(fn, "sections[", a, "]=", sections[a], " must be >= 0");
+    pairs = sections[a] > cap - pairs ? cap : pairs + sections[a];
   }
-  if (pairs == 0 || 2 * pairs > head_dim)
-    detail::throw_invalid_argument(fn, "2*sum(sections)=", 2 * pairs, " must be in [2, head_dim=", head_dim, "]");
-  std::vector<double> w;
-  w.reserve(static_cast<std::size_t>(pairs));
-  for (index_t size : sections)
-    for (index_t j = 0; j < size; ++j) w.push_back(detail::math::inv_freq(base, j, 2 * size));
-  return rope_plan(head_dim, std::move(w), style);
+  if (pairs == 0 || pairs > head_dim / 2)  // 2*pairs > head_dim
+    return detail::fail(fn, "2*sum(sections)=", 2 * pairs, " must be in [2, head_dim=", head_dim, "]");
+  if (static_cast<std::size_t>(pairs) > std::vector<double>().max_size())
+    return detail::fail(fn, "sum(sections)=", pairs, " frequencies exceed the largest vector");
+  return detail::guard_alloc(fn, [&]() -> status {
+    std::vector<double> w;
+    w.reserve(static_cast<std::size_t>(pairs));
+    for (index_t size : sections)
+      for (index_t j = 0; j < size; ++j) w.push_back(detail::math::inv_freq(base, j, 2 * size));
+    return rope_plan::try_create(head_dim, std::move(w), style, 0, 1.0, 1.0, out);
+  });
+}
+/// try_make_sectioned_rope_plan with half-split pairs.
+inline status try_make_sectioned_rope_plan(index_t head_dim, double base, std::array<index_t, 3> sections,
+                                           rope_plan& out) noexcept {
+  return try_make_sectioned_rope_plan(head_dim, base, sections, rope_style::half_split, out);
+}
+
+/// The plan of try_make_sectioned_rope_plan; throws argument_error where that fails.
+inline rope_plan make_sectioned_rope_plan(index_t head_dim, double base, std::array<index_t, 3> sections,
+                                          rope_style style = rope_style::half_split) {
+  rope_plan p;
+  detail::throw_if_error(try_make_sectioned_rope_plan(head_dim, base, sections, style, p));
+  return p;
 }
 
 namespace detail {
 
-inline void validate_mrope_positions(const char* fn, const mrope_positions& p, index_t n, index_t l) {
-  if (n == 0 || l == 0) return;
-  if (p.data() == nullptr) throw_invalid_argument(fn, "mrope positions are null");
-  if (p.length() != l) throw_invalid_argument(fn, "mrope positions length=", p.length(), " does not match L=", l);
-  if (p.batch() >= 0 && p.batch() != n) throw_invalid_argument(fn, "mrope positions batch=", p.batch(), " does not match N=", n);
+inline status validate_mrope_positions(const char* fn, const mrope_positions& p, index_t n, index_t l) {
+  if (n == 0 || l == 0) return {};
+  if (p.data() == nullptr) return fail(fn, "mrope positions are null");
+  if (p.length() != l) return fail(fn, "mrope positions length=", p.length(), " does not match L=", l);
+  if (p.batch() >= 0 && p.batch() != n) return fail(fn, "mrope positions batch=", p.batch(), " does not match N=", n);
   const index_t rows = p.batch() >= 0 ? n : 1;
   for (index_t b = 0; b < rows; ++b)
     for (index_t i = 0; i < l; ++i) {
       const auto v = p.at(b, i);
       for (std::size_t a = 0; a < 3; ++a)
-        if (v[a] < 0) throw_invalid_argument(fn, "mrope position[", b, ", ", a, ", ", i, "]=", v[a], " must be >= 0");
+        if (v[a] < 0) return fail(fn, "mrope position[", b, ", ", a, ", ", i, "]=", v[a], " must be >= 0");
     }
+  return {};
 }
 
+/// Every MRoPE entry: all checks first (nothing is written on an error), then the kernels.
 template <class Dispatch, class In, class Out, std::size_t K>
-void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& pos, double sign,
-                 const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
-  check_rope_call(fn, mp.plan(), positions::offset(0), targets, names);
-  validate_mrope_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1));
-  if (targets[0].in.extent(0) == 0 || targets[0].in.extent(1) == 0) return;
+status mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& pos, double sign,
+                   const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
   const rope_plan& plan = mp.plan();
+  if (plan.empty()) return fail(fn, "plan is empty");
+  index_t max_pos = -1;
+  POSENC_TRY(check_rope_call(fn, geom_of(plan), positions::offset(0), targets, names, max_pos));
+  POSENC_TRY(validate_mrope_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)));
+  if (targets[0].in.extent(0) == 0 || targets[0].in.extent(1) == 0) return {};
   const mrope_src src{plan.inv_freq().data(), mp.axis().data(), plan.magnitude(), max_abs(plan.inv_freq())};
-  run_rotation<Dispatch>(src, pos, plan, sign, targets);
+  run_rotation<Dispatch>(src, pos, geom_of(plan), sign, targets);
+  return {};
 }
 
 }  // namespace detail
 
+// Every function below has a try_ form: noexcept, returning a status with the message the throwing form's
+// argument_error carries (posenc/status.hpp); nothing is written when it is not ok, nothing is allocated when
+// it is.
+
 /// Multimodal RoPE in place: pair i rotates by p[axis(i)] * w_i (HF Qwen2-VL apply_multimodal_rotary_pos_emb,
 /// Qwen3-VL apply_interleaved_mrope; Qwen2-VL vision with make_sectioned_rope_plan). `x` as for apply_rope.
-/// Throws argument_error, writing nothing, on a head-dim mismatch or bad positions.
+/// Fails with invalid_argument, writing nothing, on an empty plan, a head-dim mismatch or bad positions
+/// (apply_mrope throws argument_error).
 ///
 /// **Example**
 /// ```
@@ -179,32 +240,52 @@ void mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& po
 /// posenc::apply_mrope(mp, q, posenc::mrope_positions::shared(thw.data(), L));  // thw: (3, L)
 /// ```
 template <class X, class Dispatch = detail::default_dispatch>
-void apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) {
+status try_apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) noexcept {
   const auto t = detail::make_target(x, x);
-  detail::mrope_entry<Dispatch>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+  return detail::mrope_entry<Dispatch>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+}
+template <class X, class Dispatch = detail::default_dispatch>
+void apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) {
+  detail::throw_if_error(try_apply_mrope<X&, Dispatch>(plan, x, pos));
 }
 
-/// Out of place (`out` must not overlap `in`).
+/// Out of place (`out` must not overlap `in`); `out` may hold another storage type than `in`, rounded once
+/// (as apply_rope's out-of-place form).
+template <class X, class Y, class Dispatch = detail::default_dispatch>
+status try_apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions& pos) noexcept {
+  const auto t = detail::make_target(in, out);
+  return detail::mrope_entry<Dispatch>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t},
+                                       {"in", "out"});
+}
 template <class X, class Y, class Dispatch = detail::default_dispatch>
 void apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions& pos) {
-  const auto t = detail::make_target(in, out);
-  detail::mrope_entry<Dispatch>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+  detail::throw_if_error(try_apply_mrope<X&, Y&, Dispatch>(plan, in, out, pos));
 }
 
 /// q and k in one pass, in place (same N, L; k may have fewer heads).
 template <class Q, class K, class Dispatch = detail::default_dispatch>
-void apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) {
+status try_apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) noexcept {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
-  detail::mrope_entry<Dispatch>("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
-                      {"q", "q", "k", "k"});
+  static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_mrope_qk: q and k have one element type");
+  return detail::mrope_entry<Dispatch>("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
+                                       {"q", "q", "k", "k"});
+}
+template <class Q, class K, class Dispatch = detail::default_dispatch>
+void apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) {
+  detail::throw_if_error(try_apply_mrope_qk<Q&, K&, Dispatch>(plan, q, k, pos));
 }
 
 /// Backward pass (transpose): rotation by -p[axis(i)] * w_i, in place on the gradient.
 template <class X, class Dispatch = detail::default_dispatch>
-void apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) {
+status try_apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) noexcept {
   const auto t = detail::make_target(grad, grad);
-  detail::mrope_entry<Dispatch>("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+  return detail::mrope_entry<Dispatch>("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t},
+                                       {"grad", "grad"});
+}
+template <class X, class Dispatch = detail::default_dispatch>
+void apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) {
+  detail::throw_if_error(try_apply_mrope_backward<X&, Dispatch>(plan, grad, pos));
 }
 
 POSENC_END_NAMESPACE

@@ -20,6 +20,7 @@
 #include "posenc/detail/throw.hpp"
 #include "posenc/rope.hpp"
 #include "posenc/rope_scaling.hpp"
+#include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -34,125 +35,169 @@ inline index_t layout_source_index(index_t f, index_t rotary_dim, rope_style fro
   return (f % 2) * half + f / 2;                                                   // from half-split
 }
 
-inline void check_window(const char* fn, index_t head_dim, index_t rotary_dim, index_t rotary_offset) {
-  if (head_dim <= 0) throw_invalid_argument(fn, "head_dim=", head_dim, " must be > 0");
-  if (rotary_dim <= 0 || rotary_dim % 2 != 0) throw_invalid_argument(fn, "rotary_dim=", rotary_dim, " must be even and > 0");
-  if (rotary_dim > head_dim) throw_invalid_argument(fn, "rotary_dim=", rotary_dim, " exceeds head_dim=", head_dim);
+inline status check_window(const char* fn, index_t head_dim, index_t rotary_dim, index_t rotary_offset) {
+  if (head_dim <= 0) return fail(fn, "head_dim=", head_dim, " must be > 0");
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0) return fail(fn, "rotary_dim=", rotary_dim, " must be even and > 0");
+  if (rotary_dim > head_dim) return fail(fn, "rotary_dim=", rotary_dim, " exceeds head_dim=", head_dim);
   if (rotary_offset < 0 || rotary_offset > head_dim - rotary_dim)
-    throw_invalid_argument(fn, "rotary_offset=", rotary_offset, " with rotary_dim=", rotary_dim, " does not fit head_dim=", head_dim);
+    return fail(fn, "rotary_offset=", rotary_offset, " with rotary_dim=", rotary_dim, " does not fit head_dim=", head_dim);
+  return {};
+}
+
+/// The checks of a rotation by a plan: non-empty plan, then check_rope_call; `max_pos` as there.
+template <class In, class Out, std::size_t K>
+status check_plan_call(const char* fn, const rope_plan& plan, const positions& pos,
+                       const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names,
+                       index_t& max_pos) {
+  if (plan.empty()) return fail(fn, "plan is empty");
+  return check_rope_call(fn, geom_of(plan), pos, targets, names, max_pos);
 }
 
 }  // namespace detail
 
+// Every function below has a try_ form: noexcept, returning a status with the message the throwing form's
+// argument_error carries (posenc/status.hpp); nothing is written when it is not ok, nothing is allocated when
+// it is.
+
 /// Context shift (llama.cpp's K-shift): keys cached at position p become keys at p + delta, by one rotation of
 /// delta * w_i per pair (rotations compose: R(p + delta) = R(delta) R(p)). The plan's magnitude is not applied
 /// again (the cached keys already carry it). delta may be negative (tokens discarded before these keys).
-/// `k`: (N, L, H, D) like apply_rope. Throws argument_error, writing nothing, on a head-dim mismatch.
+/// `k`: (N, L, H, D) like apply_rope. Fails with invalid_argument, writing nothing, on an empty plan or a
+/// head-dim mismatch (shift_rope throws argument_error).
 ///
 /// **Example**
 /// ```
 /// // drop the first 256 cached tokens: the rest move 256 positions back
-/// posenc::shift_rope(plan, k_cache_tail, -256);
+/// if (posenc::status s = posenc::try_shift_rope(plan, k_cache_tail, -256); !s) log_error(s.message());
+/// posenc::shift_rope(plan, k_cache_tail, -256);  // the same, throwing
 /// ```
 template <class X, class Dispatch = detail::default_dispatch>
-void shift_rope(const rope_plan& plan, X&& k, index_t delta) {
+status try_shift_rope(const rope_plan& plan, X&& k, index_t delta) noexcept {
   constexpr const char* fn = "shift_rope";
   const auto t = detail::make_target(k, k);
-  detail::check_rope_call(fn, plan, positions::offset(0), std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
-  if (t.in.empty()) return;
+  const std::array<std::decay_t<decltype(t)>, 1> targets{t};
+  index_t max_pos = -1;
+  POSENC_TRY(detail::check_plan_call(fn, plan, positions::offset(0), targets, {"k", "k"}, max_pos));
+  if (t.in.empty()) return {};
   const detail::angle_src src{plan.inv_freq().data(), 1.0, detail::max_abs(plan.inv_freq())};
-  detail::run_rotation<Dispatch>(src, detail::delta_positions{delta, nullptr, 0}, plan, 1.0,
-                                 std::array<std::decay_t<decltype(t)>, 1>{t});
+  detail::run_rotation<Dispatch>(src, detail::delta_positions{delta, nullptr, 0}, detail::geom_of(plan), 1.0, targets);
+  return {};
+}
+template <class X, class Dispatch = detail::default_dispatch>
+void shift_rope(const rope_plan& plan, X&& k, index_t delta) {
+  detail::throw_if_error(try_shift_rope<X&, Dispatch>(plan, k, delta));
 }
 
 /// Context shift with a delta per cached token: token (n, l) moves by deltas[n * row_stride + l], any sign
 /// (llama.cpp shifts each KV cell by its own delta); row_stride defaults to L. A thread doing tokens
 /// [l0, l0 + count) of a larger batch passes deltas + l0 with the full row stride, no copy.
-/// Throws argument_error, writing nothing, on a head-dim mismatch, (batch, length) != (N, L), a row stride
-/// below L or null deltas.
+/// Fails with invalid_argument, writing nothing, on an empty plan, a head-dim mismatch, (batch, length) !=
+/// (N, L), a row stride below L or null deltas (shift_rope throws argument_error).
+template <class X, class Dispatch = detail::default_dispatch>
+status try_shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_t batch, index_t length,
+                      index_t row_stride = -1) noexcept {
+  constexpr const char* fn = "shift_rope";
+  const auto t = detail::make_target(k, k);
+  const std::array<std::decay_t<decltype(t)>, 1> targets{t};
+  index_t max_pos = -1;
+  POSENC_TRY(detail::check_plan_call(fn, plan, positions::offset(0), targets, {"k", "k"}, max_pos));
+  if (batch != t.in.extent(0) || length != t.in.extent(1))
+    return detail::fail(fn, "deltas shape (", batch, ", ", length, ") does not match k (N, L)=(", t.in.extent(0), ", ",
+                        t.in.extent(1), ")");
+  if (row_stride >= 0 && row_stride < length) return detail::fail(fn, "deltas row_stride=", row_stride, " is less than L=", length);
+  if (t.in.empty()) return {};
+  if (deltas == nullptr) return detail::fail(fn, "deltas is null");
+  const detail::angle_src src{plan.inv_freq().data(), 1.0, detail::max_abs(plan.inv_freq())};
+  detail::run_rotation<Dispatch>(src, detail::delta_positions{0, deltas, row_stride < 0 ? length : row_stride},
+                                 detail::geom_of(plan), 1.0, targets);
+  return {};
+}
 template <class X, class Dispatch = detail::default_dispatch>
 void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_t batch, index_t length,
                 index_t row_stride = -1) {
-  constexpr const char* fn = "shift_rope";
-  const auto t = detail::make_target(k, k);
-  detail::check_rope_call(fn, plan, positions::offset(0), std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
-  if (batch != t.in.extent(0) || length != t.in.extent(1))
-    detail::throw_invalid_argument(fn, "deltas shape (", batch, ", ", length, ") does not match k (N, L)=(", t.in.extent(0),
-                                   ", ", t.in.extent(1), ")");
-  if (row_stride >= 0 && row_stride < length)
-    detail::throw_invalid_argument(fn, "deltas row_stride=", row_stride, " is less than L=", length);
-  if (t.in.empty()) return;
-  if (deltas == nullptr) detail::throw_invalid_argument(fn, "deltas is null");
-  const detail::angle_src src{plan.inv_freq().data(), 1.0, detail::max_abs(plan.inv_freq())};
-  detail::run_rotation<Dispatch>(src, detail::delta_positions{0, deltas, row_stride < 0 ? length : row_stride}, plan, 1.0,
-                                 std::array<std::decay_t<decltype(t)>, 1>{t});
+  detail::throw_if_error(try_shift_rope<X&, Dispatch>(plan, k, deltas, batch, length, row_stride));
 }
 
 /// Re-rotates keys cached under plan `from` into plan `to` at the same positions, in one pass and in place:
 /// angle p*(w_to - w_from), magnitude m_to/m_from. For LongRoPE's short -> long switch and dynamic NTK
 /// growth, where vLLM and HF recompute keys instead. The plans must share head_dim, rotary dim, offset and
-/// style. Throws argument_error, writing nothing, otherwise or on bad positions.
+/// style. Fails with invalid_argument, writing nothing, otherwise or on bad positions (rerotate_rope throws
+/// argument_error).
 template <class X, class Dispatch = detail::default_dispatch>
-void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) {
+status try_rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) noexcept {
   constexpr const char* fn = "rerotate_rope";
-  if (from.empty() || to.empty()) detail::throw_invalid_argument(fn, "a plan is empty");
+  if (from.empty() || to.empty()) return detail::fail(fn, "a plan is empty");
   if (from.head_dim() != to.head_dim() || from.rotary_dim() != to.rotary_dim() ||
       from.rotary_offset() != to.rotary_offset() || from.style() != to.style())
-    detail::throw_invalid_argument(fn, "plans differ in layout: from (head_dim=", from.head_dim(), ", rotary_dim=",
-                                   from.rotary_dim(), ", rotary_offset=", from.rotary_offset(), ") to (head_dim=",
-                                   to.head_dim(), ", rotary_dim=", to.rotary_dim(), ", rotary_offset=", to.rotary_offset(),
-                                   ") or in style");
+    return detail::fail(fn, "plans differ in layout: from (head_dim=", from.head_dim(), ", rotary_dim=", from.rotary_dim(),
+                        ", rotary_offset=", from.rotary_offset(), ") to (head_dim=", to.head_dim(), ", rotary_dim=",
+                        to.rotary_dim(), ", rotary_offset=", to.rotary_offset(), ") or in style");
   const auto t = detail::make_target(k, k);
-  const index_t max_pos = detail::check_rope_call(fn, to, pos, std::array<std::decay_t<decltype(t)>, 1>{t}, {"k", "k"});
-  if (max_pos < 0) return;
+  const std::array<std::decay_t<decltype(t)>, 1> targets{t};
+  index_t max_pos = -1;
+  POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(to), pos, targets, {"k", "k"}, max_pos));
+  if (max_pos < 0) return {};
   const detail::rerotate_src src{from.inv_freq().data(), to.inv_freq().data(), to.magnitude() / from.magnitude(),
                                  detail::max_abs(from.inv_freq()) + detail::max_abs(to.inv_freq())};
-  detail::run_rotation<Dispatch>(src, pos, to, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t});
+  detail::run_rotation<Dispatch>(src, pos, detail::geom_of(to), 1.0, targets);
+  return {};
+}
+template <class X, class Dispatch = detail::default_dispatch>
+void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) {
+  detail::throw_if_error(try_rerotate_rope<X&, Dispatch>(from, to, k, pos));
 }
 
 /// Converts (N, L, H, D) tensors between pair layouts, out of place: within the window [rotary_offset,
 /// rotary_offset + rotary_dim) interleaved feature 2i + j sits at half-split feature j*R/2 + i; the rest is
 /// copied. RoPE commutes with it: convert(apply_rope_interleaved(x)) == apply_rope_half_split(convert(x)).
-/// Throws argument_error, writing nothing, on a bad window, a shape mismatch or overlapping in/out.
+/// Fails with invalid_argument, writing nothing, on a bad window, a shape mismatch or overlapping in/out
+/// (convert_rope_layout throws argument_error).
 template <class X, class Y, class Dispatch = detail::default_dispatch>
-void convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rotary_offset, rope_style from, rope_style to) {
+status try_convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rotary_offset, rope_style from,
+                               rope_style to) noexcept {
   constexpr const char* fn = "convert_rope_layout";
   const auto t = detail::make_target(in, out);
   static_assert(std::is_same_v<typename decltype(t.in)::element_type, const typename decltype(t.out)::element_type>,
                 "posenc::convert_rope_layout: in and out have one element type (the conversion moves bits)");
-  detail::throw_if_error(detail::check_view(fn, "in", t.in, false));
-  detail::throw_if_error(detail::check_view(fn, "out", t.out, true));
-  if (t.in.extents() != t.out.extents()) detail::throw_invalid_argument(fn, "out shape does not match in shape");
-  detail::check_window(fn, t.in.extent(3), rotary_dim, rotary_offset);
-  if (detail::spans_overlap(t.in, t.out)) detail::throw_invalid_argument(fn, "out overlaps in (conversion is out of place)");
-  if (t.in.empty()) return;
+  POSENC_TRY(detail::check_view(fn, "in", t.in, false));
+  POSENC_TRY(detail::check_view(fn, "out", t.out, true));
+  if (t.in.extents() != t.out.extents()) return detail::fail(fn, "out shape does not match in shape");
+  POSENC_TRY(detail::check_window(fn, t.in.extent(3), rotary_dim, rotary_offset));
+  if (detail::spans_overlap(t.in, t.out)) return detail::fail(fn, "out overlaps in (conversion is out of place)");
+  if (t.in.empty()) return {};
   Dispatch::call([&](auto k) { convert_layout(k, t.in, t.out, rotary_dim, rotary_offset, from, to); });
+  return {};
+}
+template <class X, class Y, class Dispatch = detail::default_dispatch>
+void convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rotary_offset, rope_style from, rope_style to) {
+  detail::throw_if_error(try_convert_rope_layout<X&, Y&, Dispatch>(in, out, rotary_dim, rotary_offset, from, to));
 }
 
 /// Permutes the rows of a q or k projection weight [num_heads * head_dim, in_features] (or a bias, with
 /// in_features 1) between pair layouts, out of place, so that a model converted this way computes the same
 /// attention scores with the other RoPE style. half_split -> interleaved is llama.cpp convert_hf_to_gguf's
 /// `permute` of HF q_proj/k_proj; interleaved -> half_split is HF's convert_llama_weights_to_hf `permute`.
-/// Throws argument_error, writing nothing, on a bad window, rows != num_heads*head_dim, shape mismatch or
-/// overlapping in/out.
+/// Fails with invalid_argument, writing nothing, on a bad window, rows != num_heads*head_dim, shape mismatch
+/// or overlapping in/out (convert_rope_weight_layout throws argument_error).
 template <class W, class V>
-void convert_rope_weight_layout(W&& in, V&& out, index_t num_heads, index_t head_dim, index_t rotary_dim,
-                                index_t rotary_offset, rope_style from, rope_style to) {
+status try_convert_rope_weight_layout(W&& in, V&& out, index_t num_heads, index_t head_dim, index_t rotary_dim,
+                                      index_t rotary_offset, rope_style from, rope_style to) noexcept {
   constexpr const char* fn = "convert_rope_weight_layout";
   auto vi = as_view(in);
   auto vo = as_view(out);
   static_assert(decltype(vi)::rank == 2 && decltype(vo)::rank == 2, "posenc::convert_rope_weight_layout: rank-2 weights");
-  detail::throw_if_error(detail::check_view(fn, "in", vi, false));
-  detail::throw_if_error(detail::check_view(fn, "out", vo, true));
-  if (num_heads <= 0) detail::throw_invalid_argument(fn, "num_heads=", num_heads, " must be > 0");
-  detail::check_window(fn, head_dim, rotary_dim, rotary_offset);
-  if (vi.extent(0) != num_heads * head_dim)
-    detail::throw_invalid_argument(fn, "in rows=", vi.extent(0), " != num_heads*head_dim=", num_heads * head_dim);
-  if (vi.extents() != vo.extents()) detail::throw_invalid_argument(fn, "out shape does not match in shape");
-  if (detail::spans_overlap(vi, vo)) detail::throw_invalid_argument(fn, "out overlaps in (conversion is out of place)");
   using T = std::remove_const_t<typename decltype(vi)::element_type>;
   static_assert(std::is_same_v<T, typename decltype(vo)::element_type>,
                 "posenc::convert_rope_weight_layout: in and out have one element type (the permutation moves bits)");
+  POSENC_TRY(detail::check_view(fn, "in", vi, false));
+  POSENC_TRY(detail::check_view(fn, "out", vo, true));
+  if (num_heads <= 0) return detail::fail(fn, "num_heads=", num_heads, " must be > 0");
+  POSENC_TRY(detail::check_window(fn, head_dim, rotary_dim, rotary_offset));
+  if (vi.extent(0) != num_heads * head_dim)
+    return detail::fail(fn, "in rows=", vi.extent(0), " != num_heads*head_dim=", num_heads * head_dim);
+  if (vi.extents() != vo.extents()) return detail::fail(fn, "out shape does not match in shape");
+  if (detail::spans_overlap(vi, vo)) return detail::fail(fn, "out overlaps in (conversion is out of place)");
+  if (vi.empty()) return {};
   const index_t cols = vi.extent(1);
   // A permutation of whole rows: each is one memcpy when rows are contiguous.
   for (index_t h = 0; h < num_heads; ++h)
@@ -167,6 +212,13 @@ void convert_rope_weight_layout(W&& in, V&& out, index_t num_heads, index_t head
         for (index_t c = 0; c < cols; ++c) y[c * vo.stride(1)] = x[c * vi.stride(1)];
       }
     }
+  return {};
+}
+template <class W, class V>
+void convert_rope_weight_layout(W&& in, V&& out, index_t num_heads, index_t head_dim, index_t rotary_dim,
+                                index_t rotary_offset, rope_style from, rope_style to) {
+  detail::throw_if_error(
+      try_convert_rope_weight_layout<W&, V&>(in, out, num_heads, head_dim, rotary_dim, rotary_offset, from, to));
 }
 
 POSENC_END_NAMESPACE

@@ -8,9 +8,12 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/detail/check.hpp"
 #include "posenc/detail/kernels/kernels.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
@@ -19,6 +22,7 @@
 #include "posenc/positions.hpp"
 #include "posenc/rope.hpp"
 #include "posenc/rope_scaling.hpp"
+#include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -37,27 +41,43 @@ enum class xpos_mode { upscale, downscale };
 /// Frequencies and ln zeta of one xPos configuration, validated once.
 class xpos_plan {
  public:
+  /// An empty plan (rejected by the apply functions), to be filled by try_create.
+  xpos_plan() = default;
+
   /// Throws argument_error unless head_dim is even and > 0, scale_base and base are finite with
   /// scale_base > 0 and base > 1, and gamma is finite and > 0.
-  explicit xpos_plan(const xpos_config& cfg) : cfg_(cfg) {
+  explicit xpos_plan(const xpos_config& cfg) { detail::throw_if_error(try_create(cfg, *this)); }
+
+  /// The constructor without exceptions: `out` is replaced on success, untouched on error (an out_of_memory
+  /// status when the tables cannot be allocated).
+  static status try_create(const xpos_config& cfg, xpos_plan& out) noexcept {
     constexpr const char* fn = "xpos_plan";
-    if (cfg.head_dim <= 0 || cfg.head_dim % 2 != 0)
-      detail::throw_invalid_argument(fn, "head_dim=", cfg.head_dim, " must be even and > 0");
+    if (cfg.head_dim <= 0 || cfg.head_dim % 2 != 0) return detail::fail(fn, "head_dim=", cfg.head_dim, " must be even and > 0");
     if (!(std::isfinite(cfg.scale_base) && cfg.scale_base > 0.0))
-      detail::throw_invalid_argument(fn, "scale_base=", cfg.scale_base, " must be finite and > 0");
-    if (!(std::isfinite(cfg.gamma) && cfg.gamma > 0.0))
-      detail::throw_invalid_argument(fn, "gamma=", cfg.gamma, " must be finite and > 0");
-    if (!(std::isfinite(cfg.base) && cfg.base > 1.0))
-      detail::throw_invalid_argument(fn, "base=", cfg.base, " must be finite and > 1");
+      return detail::fail(fn, "scale_base=", cfg.scale_base, " must be finite and > 0");
+    if (!(std::isfinite(cfg.gamma) && cfg.gamma > 0.0)) return detail::fail(fn, "gamma=", cfg.gamma, " must be finite and > 0");
+    if (!(std::isfinite(cfg.base) && cfg.base > 1.0)) return detail::fail(fn, "base=", cfg.base, " must be finite and > 1");
     const index_t pairs = cfg.head_dim / 2;
-    inv_freq_.resize(static_cast<std::size_t>(pairs));
-    log_zeta_.resize(static_cast<std::size_t>(pairs));
-    for (index_t i = 0; i < pairs; ++i) {
-      inv_freq_[static_cast<std::size_t>(i)] = detail::math::inv_freq(cfg.base, i, cfg.head_dim);
-      log_zeta_[static_cast<std::size_t>(i)] = std::log(detail::math::xpos_zeta(i, cfg.head_dim, cfg.gamma));
-    }
+    if (static_cast<std::size_t>(pairs) > std::vector<double>().max_size())
+      return detail::fail(fn, "head_dim=", cfg.head_dim, " exceeds the largest table");
+    return detail::guard_alloc(fn, [&]() -> status {
+      std::vector<double> inv_freq(static_cast<std::size_t>(pairs));
+      std::vector<double> log_zeta(static_cast<std::size_t>(pairs));
+      for (index_t i = 0; i < pairs; ++i) {
+        inv_freq[static_cast<std::size_t>(i)] = detail::math::inv_freq(cfg.base, i, cfg.head_dim);
+        log_zeta[static_cast<std::size_t>(i)] = std::log(detail::math::xpos_zeta(i, cfg.head_dim, cfg.gamma));
+      }
+      // Nothing below allocates or throws: `out` changes only once the whole plan exists (`cfg` may be
+      // out.config(), so it is read before).
+      out.cfg_ = cfg;
+      out.inv_freq_ = std::move(inv_freq);
+      out.log_zeta_ = std::move(log_zeta);
+      return {};
+    });
   }
 
+  /// True for a default-constructed plan (no pairs).
+  bool empty() const { return inv_freq_.empty(); }
   const xpos_config& config() const { return cfg_; }
   index_t head_dim() const { return cfg_.head_dim; }
   index_t pairs() const { return cfg_.head_dim / 2; }
@@ -72,6 +92,7 @@ class xpos_plan {
   /// underflows; past it a scaled value leaves T's range only where the true value does.
   template <class T>
   double max_safe_distance() const {
+    if (empty()) return 0.0;
     const double lmax = std::log(static_cast<double>(std::numeric_limits<T>::max()));
     const double lmin = -std::log(static_cast<double>(std::numeric_limits<T>::min()));
     const double l = lmax < lmin ? lmax : lmin;
@@ -79,7 +100,7 @@ class xpos_plan {
   }
 
  private:
-  xpos_config cfg_;
+  xpos_config cfg_{};
   std::vector<double> inv_freq_;
   std::vector<double> log_zeta_;
 };
@@ -93,13 +114,17 @@ inline index_t xpos_default_center(index_t length, index_t offset) {
 
 namespace detail {
 
+/// Every xPos entry: all checks first (nothing is written on an error), then the kernels.
 template <class Dispatch, class In, class Out, std::size_t K>
-void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, index_t center,
-                const std::array<xpos_mode, K>& modes, double direction, const std::array<rope_io<In, Out>, K>& targets,
-                const std::array<const char*, 2 * K>& names) {
-  if (center < 0) throw_invalid_argument(fn, "center=", center, " must be >= 0");
-  throw_if_error(check_targets(fn, plan.head_dim(), targets, names));
-  if (validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)) < 0) return;
+status xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, index_t center,
+                  const std::array<xpos_mode, K>& modes, double direction, const std::array<rope_io<In, Out>, K>& targets,
+                  const std::array<const char*, 2 * K>& names) {
+  if (plan.empty()) return fail(fn, "plan is empty");
+  if (center < 0) return fail(fn, "center=", center, " must be >= 0");
+  POSENC_TRY(check_targets(fn, plan.head_dim(), targets, names));
+  index_t max_pos = -1;
+  POSENC_TRY(validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), max_pos));
+  if (max_pos < 0) return {};
   xpos_src src{plan.inv_freq().data(), plan.log_zeta().data(), center, plan.config().scale_base,
                max_abs(plan.inv_freq()), {false, false}};
   std::array<int, K> variant{};
@@ -111,46 +136,82 @@ void xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, ind
   Dispatch::call([&](auto t) {
     rope_rows(t, src, pos, plan.config().style, 0, plan.pairs(), direction, targets, variant);
   });
+  return {};
 }
 
 }  // namespace detail
 
+// Every function below has a try_ form: noexcept, returning a status with the message the throwing form's
+// argument_error carries (posenc/status.hpp); nothing is written when it is not ok, nothing is allocated when
+// it is.
+
 /// xPos in place: pair i turns by p*w_i and is multiplied by zeta_i^((p - C)/scale_base) (upscale, queries)
 /// or its reciprocal (downscale, keys). torchscale `XPOS.forward(x, offset, downscale)` is
 /// `apply_xpos(plan, as_nlhd(x, layout::nld), positions::offset(offset), xpos_default_center(L, offset), mode)`.
-/// Throws argument_error, writing nothing, on a head-dim mismatch, a negative position or centre.
+/// Fails with invalid_argument, writing nothing, on an empty plan, a head-dim mismatch, a negative position or
+/// centre (apply_xpos throws argument_error).
+///
+/// **Example**
+/// ```
+/// posenc::xpos_config cfg; cfg.head_dim = 64;
+/// const posenc::xpos_plan plan(cfg);
+/// const auto pos = posenc::positions::offset(past);
+/// posenc::apply_xpos(plan, q, pos, center, posenc::xpos_mode::upscale);
+/// if (posenc::status s = posenc::try_apply_xpos(plan, k, pos, center, posenc::xpos_mode::downscale); !s) log_error(s.message());
+/// ```
+template <class X, class Dispatch = detail::default_dispatch>
+status try_apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t center, xpos_mode mode) noexcept {
+  const auto t = detail::make_target(x, x);
+  return detail::xpos_entry<Dispatch>("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
+                                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+}
 template <class X, class Dispatch = detail::default_dispatch>
 void apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t center, xpos_mode mode) {
-  const auto t = detail::make_target(x, x);
-  detail::xpos_entry<Dispatch>("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
-                     std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+  detail::throw_if_error(try_apply_xpos<X&, Dispatch>(plan, x, pos, center, mode));
 }
 
-/// xPos out of place (`out` must not overlap `in`).
+/// xPos out of place (`out` must not overlap `in`). `out` may hold another storage type than `in` (float q/k
+/// straight into a half, bfloat16 or float KV cache): the arithmetic is double (the scale may leave float's
+/// range where the scaled value does not) and each result is rounded to `out`'s type once.
+template <class X, class Y, class Dispatch = detail::default_dispatch>
+status try_apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, index_t center,
+                      xpos_mode mode) noexcept {
+  const auto t = detail::make_target(in, out);
+  return detail::xpos_entry<Dispatch>("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
+                                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+}
 template <class X, class Y, class Dispatch = detail::default_dispatch>
 void apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, index_t center, xpos_mode mode) {
-  const auto t = detail::make_target(in, out);
-  detail::xpos_entry<Dispatch>("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
-                     std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+  detail::throw_if_error(try_apply_xpos<X&, Y&, Dispatch>(plan, in, out, pos, center, mode));
 }
 
 /// Queries upscaled and keys downscaled in one call, in place, around one centre: <q_m, k_n> then depends
 /// on m - n only (the centre cancels).
 template <class Q, class K, class Dispatch = detail::default_dispatch>
-void apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) {
+status try_apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) noexcept {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
   static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_xpos_qk: q and k have one element type");
-  detail::xpos_entry<Dispatch>("apply_xpos_qk", plan, pos, center, std::array<xpos_mode, 2>{xpos_mode::upscale, xpos_mode::downscale},
-                     1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
+  return detail::xpos_entry<Dispatch>("apply_xpos_qk", plan, pos, center,
+                                      std::array<xpos_mode, 2>{xpos_mode::upscale, xpos_mode::downscale}, 1.0,
+                                      std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
+}
+template <class Q, class K, class Dispatch = detail::default_dispatch>
+void apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) {
+  detail::throw_if_error(try_apply_xpos_qk<Q&, K&, Dispatch>(plan, q, k, pos, center));
 }
 
 /// Backward pass (transpose): rotation by -p*w_i with the same per-pair scale as the forward `mode`.
 template <class X, class Dispatch = detail::default_dispatch>
-void apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center, xpos_mode mode) {
+status try_apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center,
+                               xpos_mode mode) noexcept {
   const auto t = detail::make_target(grad, grad);
-  detail::xpos_entry<Dispatch>("apply_xpos_backward", plan, pos, center, std::array<xpos_mode, 1>{mode}, -1.0,
-                     std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+  return detail::xpos_entry<Dispatch>("apply_xpos_backward", plan, pos, center, std::array<xpos_mode, 1>{mode}, -1.0,
+                                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+}
+template <class X, class Dispatch = detail::default_dispatch>
+void apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center, xpos_mode mode) {
+  detail::throw_if_error(try_apply_xpos_backward<X&, Dispatch>(plan, grad, pos, center, mode));
 }
 
 POSENC_END_NAMESPACE
