@@ -22,6 +22,7 @@
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
+#include "posenc/status.hpp"
 #include "posenc/storage.hpp"
 #include "posenc/tensor_view.hpp"
 
@@ -62,25 +63,32 @@ namespace detail {
 template <class T>
 inline constexpr bool is_alibi_dtype_v = is_storage_v<T>;
 
-/// Validates a configuration; returns the global head range [begin, end).
-inline std::array<index_t, 2> check_alibi_config(const char* fn, const alibi_config& cfg) {
-  if (cfg.num_heads <= 0) throw_invalid_argument(fn, "num_heads=", cfg.num_heads, " must be > 0");
-  if (!(std::isfinite(cfg.max_bias) && cfg.max_bias > 0.0))
-    throw_invalid_argument(fn, "max_bias=", cfg.max_bias, " must be finite and > 0");
-  if (cfg.form != alibi_form::linear && cfg.form != alibi_form::symmetric)
-    throw_invalid_argument(fn, "form=", static_cast<int>(cfg.form), " is not an alibi_form");
-  const index_t end = cfg.head_end == -1 ? cfg.num_heads : cfg.head_end;
-  if (cfg.head_begin < 0 || cfg.head_begin >= cfg.num_heads)
-    throw_invalid_argument(fn, "head_begin=", cfg.head_begin, " is outside [0, num_heads=", cfg.num_heads, ")");
-  if (end <= cfg.head_begin || end > cfg.num_heads)
-    throw_invalid_argument(fn, "head_end=", cfg.head_end, " gives the head range [", cfg.head_begin, ", ", end,
-                           "), empty or past num_heads=", cfg.num_heads);
-  return {cfg.head_begin, end};
+inline status check_alibi_form(const char* fn, alibi_form form) {
+  if (form != alibi_form::linear && form != alibi_form::symmetric)
+    return fail(fn, "form=", static_cast<int>(form), " is not an alibi_form");
+  return {};
 }
 
-inline void check_alibi_mask(const char* fn, alibi_mask mask) {
+/// Validates a configuration; sets `range` to the global head range [begin, end) (unchanged on error).
+inline status check_alibi_config(const char* fn, const alibi_config& cfg, std::array<index_t, 2>& range) {
+  if (cfg.num_heads <= 0) return fail(fn, "num_heads=", cfg.num_heads, " must be > 0");
+  if (!(std::isfinite(cfg.max_bias) && cfg.max_bias > 0.0))
+    return fail(fn, "max_bias=", cfg.max_bias, " must be finite and > 0");
+  POSENC_TRY(check_alibi_form(fn, cfg.form));
+  const index_t end = cfg.head_end == -1 ? cfg.num_heads : cfg.head_end;
+  if (cfg.head_begin < 0 || cfg.head_begin >= cfg.num_heads)
+    return fail(fn, "head_begin=", cfg.head_begin, " is outside [0, num_heads=", cfg.num_heads, ")");
+  if (end <= cfg.head_begin || end > cfg.num_heads)
+    return fail(fn, "head_end=", cfg.head_end, " gives the head range [", cfg.head_begin, ", ", end,
+                "), empty or past num_heads=", cfg.num_heads);
+  range = {cfg.head_begin, end};
+  return {};
+}
+
+inline status check_alibi_mask(const char* fn, alibi_mask mask) {
   if (mask != alibi_mask::none && mask != alibi_mask::causal)
-    throw_invalid_argument(fn, "mask=", static_cast<int>(mask), " is not an alibi_mask");
+    return fail(fn, "mask=", static_cast<int>(mask), " is not an alibi_mask");
+  return {};
 }
 
 /// The scores (or bias) view of a call: [N, H, Lq, Lk] as it is, [H, Lq, Lk] as [1, H, Lq, Lk].
@@ -107,20 +115,26 @@ bool alibi_spans_overlap(const strided_view<A, RA>& a, const strided_view<B, RB>
   return spans_overlap(ba, bb);
 }
 
-/// Checks a (checked) scores view against the local head count and the query positions; returns false when
-/// there is nothing to do (an empty tensor).
+/// Checks a (checked) scores view against the local head count and the query positions; `work` is set to
+/// false when there is nothing to do (an empty tensor).
 template <class T>
-bool check_alibi_scores(const char* fn, const char* name, const strided_view<T, 4>& s, index_t heads,
-                        const positions& pos) {
+status check_alibi_scores(const char* fn, const char* name, const strided_view<T, 4>& s, index_t heads,
+                          const positions& pos, bool& work) {
   if (s.extent(1) != heads)
-    throw_invalid_argument(fn, name, " has ", s.extent(1), " heads where the configuration's shard has ", heads);
+    return fail(fn, name, " has ", s.extent(1), " heads where the configuration's shard has ", heads);
   // validate_positions skips empty tensors; a negative offset is rejected whatever the shape.
   if (pos.kind() == positions::form::offset && pos.start() < 0)
-    throw_invalid_argument(fn, "query offset=", pos.start(), " must be >= 0");
-  return validate_positions(fn, pos, s.extent(0), s.extent(2)) >= 0 && s.extent(3) > 0;
+    return fail(fn, "query offset=", pos.start(), " must be >= 0");
+  index_t max_pos = -1;
+  POSENC_TRY(validate_positions(fn, pos, s.extent(0), s.extent(2), max_pos));
+  work = max_pos >= 0 && s.extent(3) > 0;
+  return {};
 }
 
 }  // namespace detail
+
+// Every function below has a try_ form: noexcept, returning a status with the message the throwing form's
+// argument_error carries (posenc/status.hpp); nothing is written when it is not ok.
 
 /// The slope of global head `head` of `num_heads`, in double (Press et al. 2022, section 3 and the reference
 /// `get_slopes`; ggml_soft_max_ext's max_bias generalisation; BLOOM / HF `build_alibi_tensor` for max_bias 8):
@@ -135,14 +149,23 @@ bool check_alibi_scores(const char* fn, const char* name, const strided_view<T, 
 /// posenc::alibi_slope(0, 8);   // 0.5
 /// posenc::alibi_slope(5, 6);   // 2^-3: n = 4, between the slopes of heads 0 and 1 (2^-2, 2^-4)
 /// ```
-inline double alibi_slope(index_t head, index_t num_heads, double max_bias = 8.0) {
+///
+/// try_alibi_slope (without exceptions): `out` is set on success, unchanged on error. No default arguments (the
+/// output comes last).
+inline status try_alibi_slope(index_t head, index_t num_heads, double max_bias, double& out) noexcept {
   constexpr const char* fn = "alibi_slope";
-  if (num_heads <= 0) detail::throw_invalid_argument(fn, "num_heads=", num_heads, " must be > 0");
+  if (num_heads <= 0) return detail::fail(fn, "num_heads=", num_heads, " must be > 0");
   if (!(std::isfinite(max_bias) && max_bias > 0.0))
-    detail::throw_invalid_argument(fn, "max_bias=", max_bias, " must be finite and > 0");
+    return detail::fail(fn, "max_bias=", max_bias, " must be finite and > 0");
   if (head < 0 || head >= num_heads)
-    detail::throw_invalid_argument(fn, "head=", head, " is outside [0, num_heads=", num_heads, ")");
-  return detail::math::alibi_slope(head, num_heads, max_bias);
+    return detail::fail(fn, "head=", head, " is outside [0, num_heads=", num_heads, ")");
+  out = detail::math::alibi_slope(head, num_heads, max_bias);
+  return {};
+}
+inline double alibi_slope(index_t head, index_t num_heads, double max_bias = 8.0) {
+  double out = 0.0;
+  detail::throw_if_error(try_alibi_slope(head, num_heads, max_bias, out));
+  return out;
 }
 
 /// The number of heads of the configuration's shard, head_end - head_begin (head_end -1 meaning num_heads):
@@ -155,9 +178,18 @@ inline double alibi_slope(index_t head, index_t num_heads, double max_bias = 8.0
 /// posenc::alibi_config cfg{40, 8.0, 10, 20};
 /// posenc::alibi_local_heads(cfg);   // 10
 /// ```
+///
+/// try_alibi_local_heads (without exceptions): `out` is set on success, unchanged on error.
+inline status try_alibi_local_heads(const alibi_config& cfg, index_t& out) noexcept {
+  std::array<index_t, 2> r{};
+  POSENC_TRY(detail::check_alibi_config("alibi_local_heads", cfg, r));
+  out = r[1] - r[0];
+  return {};
+}
 inline index_t alibi_local_heads(const alibi_config& cfg) {
-  const auto r = detail::check_alibi_config("alibi_local_heads", cfg);
-  return r[1] - r[0];
+  index_t out = 0;
+  detail::throw_if_error(try_alibi_local_heads(cfg, out));
+  return out;
 }
 
 /// Writes the slopes of the shard's heads: out[k] = alibi_slope(head_begin + k, num_heads, max_bias), formed
@@ -174,7 +206,7 @@ inline index_t alibi_local_heads(const alibi_config& cfg) {
 /// // 2^-1, 2^-2, ..., 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5
 /// ```
 template <class X>
-void alibi_slopes(const alibi_config& cfg, X&& out) {
+status try_alibi_slopes(const alibi_config& cfg, X&& out) noexcept {
   constexpr const char* fn = "alibi_slopes";
   auto v = as_view(std::forward<X>(out));
   using V = decltype(v);
@@ -182,13 +214,19 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
   static_assert(V::rank == 1, "posenc::alibi_slopes: the output is a rank-1 [H_local] tensor");
   static_assert(!std::is_const_v<T>, "posenc::alibi_slopes: the output must be writable");
   static_assert(detail::is_alibi_dtype_v<T>, "posenc::alibi_slopes: float, double or a 16-bit storage type");
-  const auto r = detail::check_alibi_config(fn, cfg);
-  detail::throw_if_error(detail::check_view(fn, "out", v, true));
+  std::array<index_t, 2> r{};
+  POSENC_TRY(detail::check_alibi_config(fn, cfg, r));
+  POSENC_TRY(detail::check_view(fn, "out", v, true));
   if (v.extent(0) != r[1] - r[0])
-    detail::throw_invalid_argument(fn, "out length=", v.extent(0), " does not match the ", r[1] - r[0],
-                                   " local heads [", r[0], ", ", r[1], ")");
+    return detail::fail(fn, "out length=", v.extent(0), " does not match the ", r[1] - r[0], " local heads [", r[0],
+                        ", ", r[1], ")");
   for (index_t k = 0; k < v.extent(0); ++k)
     v(k) = detail::simd::store_as<T>(detail::math::alibi_slope(r[0] + k, cfg.num_heads, cfg.max_bias));
+  return {};
+}
+template <class X>
+void alibi_slopes(const alibi_config& cfg, X&& out) {
+  detail::throw_if_error(try_alibi_slopes(cfg, out));
 }
 
 /// Writes the ALiBi bias tensor of the shard's heads for Lq queries at positions query_offset + i and Lk keys
@@ -211,20 +249,29 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
 /// posenc::alibi_bias({6}, bias, 17);
 /// ```
 template <class X, class Dispatch = detail::default_dispatch>
-void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alibi_mask mask = alibi_mask::none) {
+status try_alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0,
+                      alibi_mask mask = alibi_mask::none) noexcept {
   constexpr const char* fn = "alibi_bias";
   const auto v = as_view(std::forward<X>(out));
   static_assert(decltype(v)::rank == 3, "posenc::alibi_bias: the output is a rank-3 [H_local, Lq, Lk] tensor");
-  const auto r = detail::check_alibi_config(fn, cfg);
-  detail::check_alibi_mask(fn, mask);
-  detail::throw_if_error(detail::check_view(fn, "out", v, true));
+  std::array<index_t, 2> r{};
+  POSENC_TRY(detail::check_alibi_config(fn, cfg, r));
+  POSENC_TRY(detail::check_alibi_mask(fn, mask));
+  POSENC_TRY(detail::check_view(fn, "out", v, true));
   const auto v4 = detail::as_scores_view(v);
   const positions pos = positions::offset(query_offset);
-  if (!detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos)) return;
+  bool work = false;
+  POSENC_TRY(detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos, work));
+  if (!work) return {};
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
   Dispatch::call([&](auto k) { alibi_rows(k, std::false_type{}, v4, slopes, pos, symmetric, causal); });
+  return {};
+}
+template <class X, class Dispatch = detail::default_dispatch>
+void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alibi_mask mask = alibi_mask::none) {
+  detail::throw_if_error(try_alibi_bias<X&, Dispatch>(cfg, out, query_offset, mask));
 }
 
 /// Adds the ALiBi bias to attention scores in place, before the softmax:
@@ -251,19 +298,28 @@ void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alib
 /// posenc::add_alibi_bias(cfg, scores, posenc::positions::offset(past), posenc::alibi_mask::causal);
 /// ```
 template <class X, class Dispatch = detail::default_dispatch>
-void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_pos = positions::offset(0),
-                    alibi_mask mask = alibi_mask::none) {
+status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_pos = positions::offset(0),
+                          alibi_mask mask = alibi_mask::none) noexcept {
   constexpr const char* fn = "add_alibi_bias";
   const auto sv = as_view(std::forward<X>(scores));
-  const auto r = detail::check_alibi_config(fn, cfg);
-  detail::check_alibi_mask(fn, mask);
-  detail::throw_if_error(detail::check_view(fn, "scores", sv, true));
+  std::array<index_t, 2> r{};
+  POSENC_TRY(detail::check_alibi_config(fn, cfg, r));
+  POSENC_TRY(detail::check_alibi_mask(fn, mask));
+  POSENC_TRY(detail::check_view(fn, "scores", sv, true));
   const auto v = detail::as_scores_view(sv);
-  if (!detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos)) return;
+  bool work = false;
+  POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos, work));
+  if (!work) return {};
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
   Dispatch::call([&](auto k) { alibi_rows(k, std::true_type{}, v, slopes, query_pos, symmetric, causal); });
+  return {};
+}
+template <class X, class Dispatch = detail::default_dispatch>
+void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_pos = positions::offset(0),
+                    alibi_mask mask = alibi_mask::none) {
+  detail::throw_if_error(try_add_alibi_bias<X&, Dispatch>(cfg, scores, query_pos, mask));
 }
 
 /// add_alibi_bias with explicit slopes instead of a configuration: `slopes` is [N, H_local] (per batch row,
@@ -281,8 +337,8 @@ void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_
 /// ```
 template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>,
           class Dispatch = detail::default_dispatch>
-void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
-                    alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) {
+status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
+                          alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) noexcept {
   constexpr const char* fn = "add_alibi_bias";
   const auto scores_view = as_view(std::forward<X>(scores));
   const auto v = detail::as_scores_view(scores_view);
@@ -291,35 +347,44 @@ void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positio
   using E = std::remove_const_t<typename SV::element_type>;
   static_assert(SV::rank == 1 || SV::rank == 2, "posenc::add_alibi_bias: slopes are [H_local] or [N, H_local]");
   static_assert(detail::is_alibi_dtype_v<E>, "posenc::add_alibi_bias: slopes of float, double, half or bfloat16");
-  detail::check_alibi_mask(fn, mask);
-  if (form != alibi_form::linear && form != alibi_form::symmetric)
-    detail::throw_invalid_argument(fn, "form=", static_cast<int>(form), " is not an alibi_form");
-  detail::throw_if_error(detail::check_view(fn, "scores", scores_view, true));
-  detail::throw_if_error(detail::check_view(fn, "slopes", sv, false));
+  POSENC_TRY(detail::check_alibi_mask(fn, mask));
+  POSENC_TRY(detail::check_alibi_form(fn, form));
+  POSENC_TRY(detail::check_view(fn, "scores", scores_view, true));
+  POSENC_TRY(detail::check_view(fn, "slopes", sv, false));
   using A = std::array<index_t, 2>;
   strided_view<const E, 2> s2;
   if constexpr (SV::rank == 1) {
     if (sv.extent(0) != v.extent(1))
-      detail::throw_invalid_argument(fn, "slopes length=", sv.extent(0), " does not match the scores' ", v.extent(1), " heads");
+      return detail::fail(fn, "slopes length=", sv.extent(0), " does not match the scores' ", v.extent(1), " heads");
     s2 = strided_view<const E, 2>(sv.data(), A{1, sv.extent(0)}, A{0, sv.stride(0)});
   } else {
     if (sv.extent(0) != v.extent(0) || sv.extent(1) != v.extent(1))
-      detail::throw_invalid_argument(fn, "slopes shape (", sv.extent(0), ", ", sv.extent(1), ") does not match scores (N, H)=(",
-                                     v.extent(0), ", ", v.extent(1), ")");
+      return detail::fail(fn, "slopes shape (", sv.extent(0), ", ", sv.extent(1), ") does not match scores (N, H)=(",
+                          v.extent(0), ", ", v.extent(1), ")");
     s2 = sv;
   }
   for (index_t n = 0; n < s2.extent(0); ++n)
     for (index_t h = 0; h < s2.extent(1); ++h) {
       const double x = detail::simd::load_as<double>(s2(n, h));
-      if (!std::isfinite(x)) detail::throw_invalid_argument(fn, "slopes[", n, ", ", h, "]=", x, " is not finite");
+      if (!std::isfinite(x)) return detail::fail(fn, "slopes[", n, ", ", h, "]=", x, " is not finite");
     }
-  if (detail::alibi_spans_overlap(s2, v)) detail::throw_invalid_argument(fn, "slopes overlap the scores");
-  if (!detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos)) return;
-  if constexpr (SV::rank == 1) s2 = strided_view<const E, 2>(sv.data(), A{v.extent(0), sv.extent(0)}, A{0, sv.stride(0)});
+  if (detail::alibi_spans_overlap(s2, v)) return detail::fail(fn, "slopes overlap the scores");
+  bool work = false;
+  POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos, work));
+  if (!work) return {};
+  if constexpr (SV::rank == 1)
+    s2 = strided_view<const E, 2>(sv.data(), A{v.extent(0), sv.extent(0)}, A{0, sv.stride(0)});
   const detail::alibi_view_slopes<E> view_slopes{s2};
   const bool symmetric = form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
   Dispatch::call([&](auto k) { alibi_rows(k, std::true_type{}, v, view_slopes, query_pos, symmetric, causal); });
+  return {};
+}
+template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>,
+          class Dispatch = detail::default_dispatch>
+void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
+                    alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) {
+  detail::throw_if_error(try_add_alibi_bias<S&, X&, void, Dispatch>(slopes, scores, query_pos, mask, form));
 }
 
 POSENC_END_NAMESPACE

@@ -4,13 +4,16 @@
 // Text-to-Text Transformer", sec. 2.1; reference: Mesh TensorFlow `_relative_position_bucket`, Hugging Face
 // transformers `T5Attention._relative_position_bucket` / `compute_bias`): relative positions key - query are
 // mapped to log-spaced buckets, each bucket has one learned scalar per head, and the [H, Lq, Lk] bias is added
-// to the attention logits.
+// to the attention logits, here written as a tensor or added straight into strided scores with per-sequence
+// query positions (a KV cache per sequence).
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "posenc/config.hpp"
@@ -21,6 +24,8 @@
 #include "posenc/detail/math/t5_bucket.hpp"
 #include "posenc/detail/simd/vec.hpp"
 #include "posenc/detail/throw.hpp"
+#include "posenc/positions.hpp"
+#include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -35,23 +40,25 @@ struct t5_bucket_config {
 
 namespace detail {
 
-inline void check_t5_buckets(const char* fn, bool bidirectional, index_t num_buckets, index_t max_distance) {
+inline status check_t5_buckets(const char* fn, bool bidirectional, index_t num_buckets, index_t max_distance) {
   const index_t nb = bidirectional ? num_buckets / 2 : num_buckets;
   if (num_buckets < 0 || nb < 2)
-    throw_invalid_argument(fn, "num_buckets=", num_buckets, " must be >= ", bidirectional ? 4 : 2,
-                           bidirectional ? " (bidirectional: at least 2 per direction)" : " (causal)");
+    return fail(fn, "num_buckets=", num_buckets, " must be >= ", bidirectional ? 4 : 2,
+                bidirectional ? " (bidirectional: at least 2 per direction)" : " (causal)");
   if (max_distance <= nb / 2)
-    throw_invalid_argument(fn, "max_distance=", max_distance, " must exceed the exact range ", nb / 2,
-                           " (num_buckets per direction / 2)");
+    return fail(fn, "max_distance=", max_distance, " must exceed the exact range ", nb / 2,
+                " (num_buckets per direction / 2)");
+  return {};
 }
 
 /// Query i sits at i + query_offset, key j at j: the relative position j - (i + query_offset), the extremes
 /// of which must fit int64.
-inline void check_t5_offsets(const char* fn, index_t lq, index_t query_offset) {
-  if (query_offset < 0) throw_invalid_argument(fn, "query_offset=", query_offset, " must be >= 0");
+inline status check_t5_offsets(const char* fn, index_t lq, index_t query_offset) {
+  if (query_offset < 0) return fail(fn, "query_offset=", query_offset, " must be >= 0");
   constexpr index_t big = std::numeric_limits<index_t>::max();
   if (lq > 0 && query_offset > big - (lq - 1))
-    throw_invalid_argument(fn, "query_offset=", query_offset, " + query length ", lq, " overflows int64");
+    return fail(fn, "query_offset=", query_offset, " + query length ", lq, " overflows int64");
+  return {};
 }
 
 /// first[b] = the smallest distance n >= 0 whose bucket (of one direction) is >= b, for b < nb, and
@@ -78,7 +85,36 @@ inline std::vector<std::int64_t> t5_bucket_firsts(const math::t5_bucketer& bucke
   return first;
 }
 
+/// A [H, Lq, Lk] view as the [1, H, Lq, Lk] view the kernel walks; a [N, H, Lq, Lk] view as it is.
+template <class T, std::size_t R>
+strided_view<T, 4> t5_as_4d(const strided_view<T, R>& v) {
+  static_assert(R == 3 || R == 4, "posenc: a T5 bias or scores tensor is [H, Lq, Lk] or [N, H, Lq, Lk]");
+  if constexpr (R == 4) {
+    return v;
+  } else {
+    using A = std::array<index_t, 4>;
+    return strided_view<T, 4>(v.data(), A{1, v.extent(0), v.extent(1), v.extent(2)},
+                              A{0, v.stride(0), v.stride(1), v.stride(2)});
+  }
+}
+
+/// Whether the elements a view spans share a byte with `count` contiguous elements at `p`.
+template <class T, std::size_t R, class C>
+bool t5_overlaps_table(const strided_view<T, R>& v, const C* p, std::size_t count) {
+  if (v.empty() || count == 0) return false;
+  const auto* a0 = reinterpret_cast<const char*>(v.data());
+  const auto* a1 = a0 + v.required_span_size() * static_cast<index_t>(sizeof(T));
+  const auto* b0 = reinterpret_cast<const char*>(p);
+  const auto* b1 = b0 + count * sizeof(C);
+  return a0 < b1 && b0 < a1;
+}
+
+struct t5_bias_access;
+
 }  // namespace detail
+
+// Every function below has a try_ form: noexcept, returning a status with the message the throwing form's
+// argument_error carries (posenc/status.hpp); nothing is written when it is not ok.
 
 /// The T5 bucket of relative position r = key position - query position, bit for bit as the reference
 /// `relative_position_bucket`:
@@ -95,10 +131,20 @@ inline std::vector<std::int64_t> t5_bucket_firsts(const math::t5_bucketer& bucke
 /// posenc::t5_relative_bucket(20, true);     // 27 = 16 + 11
 /// posenc::t5_relative_bucket(5, false);     // 0: a causal decoder puts every future key in bucket 0
 /// ```
+///
+/// try_t5_relative_bucket (without exceptions): `out` is set on success, unchanged on error. No default arguments
+/// (the output comes last).
+inline status try_t5_relative_bucket(std::int64_t relative_position, bool bidirectional, index_t num_buckets,
+                                     index_t max_distance, std::int64_t& out) noexcept {
+  POSENC_TRY(detail::check_t5_buckets("t5_relative_bucket", bidirectional, num_buckets, max_distance));
+  out = detail::math::t5_bucketer(bidirectional, num_buckets, max_distance)(relative_position);
+  return {};
+}
 inline std::int64_t t5_relative_bucket(std::int64_t relative_position, bool bidirectional, index_t num_buckets = 32,
                                        index_t max_distance = 128) {
-  detail::check_t5_buckets("t5_relative_bucket", bidirectional, num_buckets, max_distance);
-  return detail::math::t5_bucketer(bidirectional, num_buckets, max_distance)(relative_position);
+  std::int64_t out = 0;
+  detail::throw_if_error(try_t5_relative_bucket(relative_position, bidirectional, num_buckets, max_distance, out));
+  return out;
 }
 
 /// Writes out[i, j] = t5_relative_bucket(j - (i + query_offset), ...) for an [Lq, Lk] output (Hugging Face
@@ -112,7 +158,7 @@ inline std::int64_t t5_relative_bucket(std::int64_t relative_position, bool bidi
 /// posenc::t5_bucket_table(b, {false, 32, 128}, 39);
 /// ```
 template <class Out>
-void t5_bucket_table(Out&& out, const t5_bucket_config& cfg, index_t query_offset = 0) {
+status try_t5_bucket_table(Out&& out, const t5_bucket_config& cfg, index_t query_offset = 0) noexcept {
   constexpr const char* fn = "t5_bucket_table";
   auto vo = as_view(out);
   using V = decltype(vo);
@@ -120,18 +166,24 @@ void t5_bucket_table(Out&& out, const t5_bucket_config& cfg, index_t query_offse
   static_assert(V::rank == 2, "posenc::t5_bucket_table: out has rank 2 (Lq, Lk)");
   static_assert(std::is_same_v<I, std::int64_t> || std::is_same_v<I, std::int32_t>,
                 "posenc::t5_bucket_table: out holds int64 or int32");
-  detail::check_t5_buckets(fn, cfg.bidirectional, cfg.num_buckets, cfg.max_distance);
-  detail::throw_if_error(detail::check_view(fn, "out", vo, true));
-  detail::check_t5_offsets(fn, vo.extent(0), query_offset);
+  POSENC_TRY(detail::check_t5_buckets(fn, cfg.bidirectional, cfg.num_buckets, cfg.max_distance));
+  POSENC_TRY(detail::check_view(fn, "out", vo, true));
+  POSENC_TRY(detail::check_t5_offsets(fn, vo.extent(0), query_offset));
   const detail::math::t5_bucketer bucket(cfg.bidirectional, cfg.num_buckets, cfg.max_distance);
   for (index_t i = 0; i < vo.extent(0); ++i)
     for (index_t j = 0; j < vo.extent(1); ++j) vo(i, j) = static_cast<I>(bucket(j - (i + query_offset)));
+  return {};
+}
+template <class Out>
+void t5_bucket_table(Out&& out, const t5_bucket_config& cfg, index_t query_offset = 0) {
+  detail::throw_if_error(try_t5_bucket_table(out, cfg, query_offset));
 }
 
 /// The learned part of T5's relative attention bias: a [num_buckets, H] table (Hugging Face
 /// `relative_attention_bias = nn.Embedding(num_buckets, n_heads)`) producing bias[h, i, j] =
 /// table[bucket(j - (i + query_offset)), h], and its backward pass into an accumulated table gradient. C is the
-/// storage type of the table and its gradient (float or double).
+/// storage type of the table and its gradient (float or double). add_t5_bias adds the bias straight into
+/// attention scores.
 ///
 /// **Example**
 /// ```
@@ -146,21 +198,36 @@ class t5_relative_bias {
   static_assert(std::is_same_v<C, float> || std::is_same_v<C, double>, "posenc::t5_relative_bias: C is float or double");
 
  public:
-  /// A zero table. Throws argument_error if num_heads <= 0 or the bucketing is invalid.
-  explicit t5_relative_bias(index_t num_heads, const t5_bucket_config& cfg = {}) : cfg_(cfg), heads_(num_heads) {
-    constexpr const char* fn = "t5_relative_bias";
-    if (num_heads <= 0) detail::throw_invalid_argument(fn, "num_heads=", num_heads, " must be > 0");
-    detail::check_t5_buckets(fn, cfg.bidirectional, cfg.num_buckets, cfg.max_distance);
-    if (cfg.num_buckets > static_cast<index_t>(table_.max_size()) / num_heads)
-      detail::throw_invalid_argument(fn, "num_buckets=", cfg.num_buckets, " times num_heads=", num_heads, " overflows");
-    table_.assign(static_cast<std::size_t>(cfg.num_buckets * num_heads), C(0));
-    grad_.assign(table_.size(), C(0));
-    first_ = detail::t5_bucket_firsts(detail::math::t5_bucketer(cfg.bidirectional, cfg.num_buckets, cfg.max_distance));
+  /// A zero table. Throws argument_error if num_heads <= 0 or the bucketing is invalid (std::bad_alloc if the
+  /// table cannot be allocated).
+  explicit t5_relative_bias(index_t num_heads, const t5_bucket_config& cfg = {}) {
+    detail::throw_if_error(try_build(num_heads, cfg));
   }
+
+  /// The constructor without exceptions: `out` holds the module on success, is unchanged on error (an
+  /// out_of_memory status when the table cannot be allocated).
+  ///
+  /// **Example**
+  /// ```
+  /// posenc::t5_relative_bias<> rel;
+  /// if (posenc::status s = posenc::t5_relative_bias<>::try_create(8, {false, 32, 128}, rel); !s) return s;
+  /// ```
+  static status try_create(index_t num_heads, const t5_bucket_config& cfg, t5_relative_bias& out) noexcept {
+    t5_relative_bias r;
+    POSENC_TRY(r.try_build(num_heads, cfg));
+    out = std::move(r);
+    return {};
+  }
+
+  /// An empty module (no heads, no table), to be filled by try_create; forward, backward and add_t5_bias
+  /// reject it.
+  t5_relative_bias() = default;
 
   const t5_bucket_config& config() const { return cfg_; }
   index_t num_heads() const { return heads_; }
   index_t num_buckets() const { return cfg_.num_buckets; }
+  /// Whether this is the default-constructed module without a table.
+  bool empty() const { return heads_ == 0; }
 
   /// The [num_buckets, H] table, writable (load it, or let an optimiser update it).
   strided_view<C, 2> table() { return strided_view<C, 2>(table_.data(), {cfg_.num_buckets, heads_}); }
@@ -174,19 +241,30 @@ class t5_relative_bias {
   /// Fills the table with stddev * N(0, 1) from detail::math::normal_generator(seed) (std::mt19937_64 and
   /// Box-Muller, identical on every standard library), row-major. Throws argument_error if stddev is not finite
   /// or < 0.
-  void init_normal(std::uint64_t seed, double stddev = 1.0) {
+  void init_normal(std::uint64_t seed, double stddev = 1.0) { detail::throw_if_error(try_init_normal(seed, stddev)); }
+
+  /// init_normal without exceptions: the table is unchanged on error.
+  status try_init_normal(std::uint64_t seed, double stddev = 1.0) noexcept {
     if (!(std::isfinite(stddev) && stddev >= 0.0))
-      detail::throw_invalid_argument("t5_relative_bias::init_normal", "stddev=", stddev, " must be finite and >= 0");
+      return detail::fail("t5_relative_bias::init_normal", "stddev=", stddev, " must be finite and >= 0");
     detail::math::normal_generator gen(seed);
     for (C& v : table_) v = static_cast<C>(stddev * gen());
+    return {};
   }
 
   /// bias[h, i, j] = table[bucket(j - (i + query_offset)), h] for bias [H, Lq, Lk] (Hugging Face `compute_bias`
   /// without its leading batch dimension); query i sits at i + query_offset (decoding with a cache), key j at j.
   /// `bias`: strided_view<T, 3> or a rank-3 Eigen tensor, T float, double, Eigen::half, Eigen::bfloat16.
-  /// Throws argument_error, writing nothing, if extent 0 != H, the view is invalid, or query_offset < 0.
+  /// Throws argument_error, writing nothing, if extent 0 != H, the view is invalid or overlaps the table,
+  /// query_offset < 0, or the module is empty.
   template <class Out, class Dispatch = detail::default_dispatch>
   void forward(Out&& bias, index_t query_offset = 0) const {
+    detail::throw_if_error(try_forward<Out&, Dispatch>(bias, query_offset));
+  }
+
+  /// forward without exceptions: nothing is written when the status is not ok.
+  template <class Out, class Dispatch = detail::default_dispatch>
+  status try_forward(Out&& bias, index_t query_offset = 0) const noexcept {
     constexpr const char* fn = "t5_relative_bias::forward";
     auto vo = as_view(bias);
     using V = decltype(vo);
@@ -194,12 +272,12 @@ class t5_relative_bias {
     static_assert(V::rank == 3, "posenc::t5_relative_bias::forward: bias has rank 3 (H, Lq, Lk)");
     static_assert(!std::is_const_v<T>, "posenc::t5_relative_bias::forward: bias must be writable");
     static_assert(detail::simd::is_storage_v<T>, "posenc::t5_relative_bias::forward: float, double, half or bfloat16");
-    check(fn, "bias", vo, true, query_offset);
-    if (vo.empty()) return;
-    const detail::t5_runs runs{first_.data(), static_cast<std::int64_t>(first_.size()) - 1, cfg_.bidirectional};
-    const C* table = table_.data();
-    const index_t heads = heads_;
-    Dispatch::call([&](auto k) { t5_expand(k, table, heads, runs, query_offset, vo); });
+    POSENC_TRY(check_module(fn));
+    POSENC_TRY(check(fn, "bias", vo, true, query_offset));
+    if (detail::t5_overlaps_table(vo, table_.data(), table_.size())) return detail::fail(fn, "bias overlaps the table");
+    if (vo.empty()) return {};
+    run<Dispatch>(std::false_type{}, detail::t5_as_4d(vo), positions::offset(query_offset));
+    return {};
   }
 
   /// Backward pass: table_grad[bucket(j - (i + query_offset)), h] += grad_bias[h, i, j] for every (h, i, j),
@@ -207,12 +285,19 @@ class t5_relative_bias {
   /// across calls until zero_grad). Throws argument_error, changing nothing, as forward does.
   template <class G>
   void backward(G&& grad_bias, index_t query_offset = 0) {
+    detail::throw_if_error(try_backward(grad_bias, query_offset));
+  }
+
+  /// backward without exceptions: the gradient is unchanged when the status is not ok.
+  template <class G>
+  status try_backward(G&& grad_bias, index_t query_offset = 0) noexcept {
     constexpr const char* fn = "t5_relative_bias::backward";
     auto vg = as_view(grad_bias);
     using V = decltype(vg);
     using T = std::remove_const_t<typename V::element_type>;
     static_assert(V::rank == 3, "posenc::t5_relative_bias::backward: grad_bias has rank 3 (H, Lq, Lk)");
-    check(fn, "grad_bias", vg, false, query_offset);
+    POSENC_TRY(check_module(fn));
+    POSENC_TRY(check(fn, "grad_bias", vg, false, query_offset));
     using A = std::conditional_t<std::is_same_v<C, double>, double, detail::simd::acc_t<T>>;
     const detail::math::t5_bucketer bucket(cfg_.bidirectional, cfg_.num_buckets, cfg_.max_distance);
     for (index_t i = 0; i < vg.extent(1); ++i)
@@ -221,22 +306,123 @@ class t5_relative_bias {
         for (index_t h = 0; h < heads_; ++h)
           row[h] = static_cast<C>(static_cast<A>(row[h]) + detail::simd::load_as<A>(vg(h, i, j)));
       }
+    return {};
   }
 
  private:
+  friend struct detail::t5_bias_access;
+
+  status try_build(index_t num_heads, const t5_bucket_config& cfg) noexcept {
+    constexpr const char* fn = "t5_relative_bias";
+    if (num_heads <= 0) return detail::fail(fn, "num_heads=", num_heads, " must be > 0");
+    POSENC_TRY(detail::check_t5_buckets(fn, cfg.bidirectional, cfg.num_buckets, cfg.max_distance));
+    if (cfg.num_buckets > static_cast<index_t>(table_.max_size()) / num_heads)
+      return detail::fail(fn, "num_buckets=", cfg.num_buckets, " times num_heads=", num_heads, " overflows");
+    return detail::guard_alloc(fn, [&]() -> status {
+      std::vector<C> table(static_cast<std::size_t>(cfg.num_buckets * num_heads), C(0));
+      std::vector<C> grad(table.size(), C(0));
+      std::vector<std::int64_t> first =
+          detail::t5_bucket_firsts(detail::math::t5_bucketer(cfg.bidirectional, cfg.num_buckets, cfg.max_distance));
+      cfg_ = cfg;
+      heads_ = num_heads;
+      table_ = std::move(table);
+      grad_ = std::move(grad);
+      first_ = std::move(first);
+      return {};
+    });
+  }
+
+  status check_module(const char* fn) const {
+    if (empty()) return detail::fail(fn, "the module is empty (default-constructed, not filled by try_create)");
+    return {};
+  }
+
   template <class V>
-  void check(const char* fn, const char* name, const V& v, bool output, index_t query_offset) const {
-    detail::throw_if_error(detail::check_view(fn, name, v, output));
+  status check(const char* fn, const char* name, const V& v, bool output, index_t query_offset) const {
+    POSENC_TRY(detail::check_view(fn, name, v, output));
     if (v.extent(0) != heads_)
-      detail::throw_invalid_argument(fn, name, " heads (extent 0)=", v.extent(0), " does not match num_heads=", heads_);
-    detail::check_t5_offsets(fn, v.extent(1), query_offset);
+      return detail::fail(fn, name, " heads (extent 0)=", v.extent(0), " does not match num_heads=", heads_);
+    return detail::check_t5_offsets(fn, v.extent(1), query_offset);
+  }
+
+  /// The kernel over a checked, non-empty [N, H, Lq, Lk] view: writes (forward) or adds (add_t5_bias).
+  template <class Dispatch, bool Add, class T>
+  void run(std::bool_constant<Add> mode, const strided_view<T, 4>& out, const positions& pos) const {
+    const detail::t5_runs runs{first_.data(), static_cast<std::int64_t>(first_.size()) - 1, cfg_.bidirectional};
+    const C* table = table_.data();
+    const index_t heads = heads_;
+    Dispatch::call([&](auto k) { t5_rows(k, mode, table, heads, runs, pos, out); });
   }
 
   t5_bucket_config cfg_;
-  index_t heads_;
+  index_t heads_ = 0;
   std::vector<C> table_;
   std::vector<C> grad_;
   std::vector<std::int64_t> first_;  ///< bucket runs of one direction (detail::t5_bucket_firsts)
 };
+
+namespace detail {
+
+/// add_t5_bias's way into the module's table and bucket runs.
+struct t5_bias_access {
+  template <class Dispatch, class C, class X>
+  static status add(const t5_relative_bias<C>& rel, X&& scores, const positions& query_pos) noexcept {
+    constexpr const char* fn = "add_t5_bias";
+    const auto sv = as_view(std::forward<X>(scores));
+    using SV = decltype(sv);
+    using T = typename SV::element_type;
+    static_assert(SV::rank == 3 || SV::rank == 4, "posenc::add_t5_bias: scores are [N, H, Lq, Lk] or [H, Lq, Lk]");
+    static_assert(!std::is_const_v<T>, "posenc::add_t5_bias: the scores must be writable");
+    static_assert(simd::is_storage_v<T>, "posenc::add_t5_bias: scores of float, double or a 16-bit storage type");
+    POSENC_TRY(rel.check_module(fn));
+    POSENC_TRY(check_view(fn, "scores", sv, true));
+    const strided_view<T, 4> v = t5_as_4d(sv);
+    if (v.extent(1) != rel.heads_)
+      return fail(fn, "scores heads (extent ", SV::rank - 3, ")=", v.extent(1), " does not match num_heads=",
+                  rel.heads_);
+    // validate_positions skips empty tensors; a negative offset is rejected whatever the shape.
+    if (query_pos.kind() == positions::form::offset && query_pos.start() < 0)
+      return fail(fn, "query offset=", query_pos.start(), " must be >= 0");
+    index_t max_pos = -1;
+    POSENC_TRY(validate_positions(fn, query_pos, v.extent(0), v.extent(2), max_pos));
+    if (t5_overlaps_table(sv, rel.table_.data(), rel.table_.size())) return fail(fn, "scores overlap the table");
+    if (max_pos < 0 || v.extent(3) == 0) return {};
+    rel.template run<Dispatch>(std::true_type{}, v, query_pos);
+    return {};
+  }
+};
+
+}  // namespace detail
+
+/// Adds the T5 relative-position bias to attention scores in place, before the softmax:
+///   scores[n, h, i, j] += table[bucket(j - q(n, i)), h]
+/// where q(n, i) = query_pos.at(n, i) is the position of query i of batch row n and key j sits at position j
+/// (Hugging Face `T5Attention.compute_bias`: relative_position = memory_position - context_position, bucketed
+/// by `_relative_position_bucket` with the module's bidirectional / causal configuration, then `position_bias`
+/// added to the scores). Each element is widened to float (double if the scores or the table are double), the
+/// table value added, and the sum rounded to T once (16-bit types through float, as everywhere in posenc).
+/// Query positions: positions::offset(P) (P cached keys before the Lq new queries, the same for every row:
+/// HF's cache_position = P + arange(Lq)), positions::per_sequence (continuous batching: row n has its own
+/// cache length) or positions::per_token (an explicit position per query).
+/// `scores`: strided_view<T, 4> [N, H, Lq, Lk] (any strides: e.g. a padded Lk row stride) or [H, Lq, Lk]
+/// (N = 1), or an Eigen tensor of rank 4 or 3; T float, double or a 16-bit storage type; only the viewed
+/// elements are read and written.
+/// Throws argument_error, writing nothing, if the module is empty, the head extent is not num_heads(), the
+/// view is invalid or overlaps the table, or the positions are negative, overflow, or do not match (N, Lq).
+///
+/// **Example**
+/// ```
+/// // decode: one new query per sequence after past[n] cached tokens, scores [N, H, 1, Lk]
+/// posenc::add_t5_bias(rel, scores, posenc::positions::per_sequence(past, N));
+/// ```
+template <class C, class X, class Dispatch = detail::default_dispatch>
+status try_add_t5_bias(const t5_relative_bias<C>& rel, X&& scores,
+                       const positions& query_pos = positions::offset(0)) noexcept {
+  return detail::t5_bias_access::add<Dispatch>(rel, std::forward<X>(scores), query_pos);
+}
+template <class C, class X, class Dispatch = detail::default_dispatch>
+void add_t5_bias(const t5_relative_bias<C>& rel, X&& scores, const positions& query_pos = positions::offset(0)) {
+  detail::throw_if_error(try_add_t5_bias<C, X&, Dispatch>(rel, scores, query_pos));
+}
 
 POSENC_END_NAMESPACE
