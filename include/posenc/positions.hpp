@@ -183,12 +183,6 @@ inline status validate_positions(const char* fn, const positions& p, index_t n, 
   return {};
 }
 
-/// The throwing form, for entries not yet on the status path: the largest position (-1 when empty).
-inline index_t validate_positions(const char* fn, const positions& p, index_t n, index_t l) {
-  index_t max_pos = -1;
-  throw_if_error(validate_positions(fn, p, n, l, max_pos));
-  return max_pos;
-}
 }  // namespace detail
 
 POSENC_END_NAMESPACE

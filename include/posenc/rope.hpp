@@ -264,16 +264,6 @@ status check_rope_call(const char* fn, const rope_geom& g, const positions& pos,
   return validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), max_pos);
 }
 
-/// The throwing form, for the entries of rope_ops.hpp and mrope.hpp.
-template <class In, class Out, std::size_t K>
-index_t check_rope_call(const char* fn, const rope_plan& plan, const positions& pos,
-                        const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
-  if (plan.empty()) throw_invalid_argument(fn, "plan is empty");
-  index_t max_pos = -1;
-  throw_if_error(check_rope_call(fn, geom_of(plan), pos, targets, names, max_pos));
-  return max_pos;
-}
-
 template <std::size_t K>
 constexpr std::array<int, K> variants_of(int v) {
   std::array<int, K> a{};
