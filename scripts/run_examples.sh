@@ -11,6 +11,8 @@ for ex in rope_kv_cache continuous_batching alibi_kv_cache thread_pool_rope page
   echo "== examples/$ex"
   "$build/examples/$ex"
 done
+echo "== examples/gguf_plan tests/data/gguf/llama3.gguf"
+"$build/examples/gguf_plan" tests/data/gguf/llama3.gguf
 echo "== examples/hf_config_plan tests/data/hf/phi3.json 8192"
 "$build/examples/hf_config_plan" tests/data/hf/phi3.json 8192
 cli="$build/examples/cli/posenc"

@@ -1,6 +1,7 @@
 // End-to-end tests of the `posenc` command-line tool (shared/CLI_SPEC.md): each test writes small .npy files,
 // runs the binary, and compares its output file with the golden data, or checks how it rejects bad input
-// (exit code 1..127, one line on stderr, no output file).
+// (exit code 1..127, one line on stderr, no output file). `rope --gguf` / `--hf-config` read the model files of
+// tests/data/gguf and tests/data/hf and must equal the same parameters given as flags.
 #include <sys/wait.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <posenc/gguf.hpp>
 #include <posenc/npy.hpp>
 #include <posenc/posenc.hpp>
 
@@ -322,6 +324,97 @@ TEST(CliSinusoidal, GoldenTables) {
   EXPECT_GT(checked, 8);
 }
 
+// ------------------------------------------------------------------------- --gguf and --hf-config files
+
+std::string model_file(const char* dir, const char* name) {
+  return std::string(POSENC_GOLDEN_DIR) + "/../data/" + dir + "/" + name;  // tests/data/{gguf,hf}
+}
+
+/// Runs `rope` on a fixed [1, 4, 2, D] input at positions {0, 7, 19, 41} with `flags`, returns the output.
+std::vector<double> rope_with(index_t d, const std::string& flags, cli_result* result = nullptr) {
+  std::vector<double> x(static_cast<std::size_t>(8 * d));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::ldexp(static_cast<double>(static_cast<int>(i % 17) - 8), -3);
+  save("x.npy", {1, 4, 2, d}, as<float>(x));
+  save("p.npy", {4}, std::vector<std::int64_t>{0, 7, 19, 41});
+  std::remove(path("y.npy").c_str());
+  const cli_result r = run("rope --input '" + path("x.npy") + "' --output '" + path("y.npy") + "' --positions '" +
+                           path("p.npy") + "'" + flags);
+  if (result != nullptr) *result = r;
+  if (r.code != 0) {
+    if (result == nullptr) ADD_FAILURE() << flags << "\n" << r.err;
+    return {};
+  }
+  return load("y.npy");
+}
+
+/// The same input rotated by the library with `cfg` (the reference for the CLI's file flags).
+std::vector<double> rope_reference(const posenc::rope_config& cfg) {
+  const index_t d = cfg.head_dim;
+  std::vector<float> x(static_cast<std::size_t>(8 * d));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::ldexp(static_cast<float>(static_cast<int>(i % 17) - 8), -3);
+  const std::vector<std::int64_t> ids{0, 7, 19, 41};
+  posenc::apply_rope(posenc::make_rope_plan(cfg, 42), posenc::strided_view<float, 4>(x.data(), {1, 4, 2, d}),
+                     posenc::positions::per_token(ids.data(), 1, 4));
+  return std::vector<double>(x.begin(), x.end());
+}
+
+TEST(CliRopeFiles, GgufGivesBaseStyleAndScaling) {
+  // Qwen2 (half-split, YaRN factor 4 over 32768, base 1e6): the file equals the same explicit flags.
+  const std::string qwen = " --gguf '" + model_file("gguf", "qwen2_yarn.gguf") + "'";
+  const std::vector<double> from_file = rope_with(128, qwen);
+  expect_near_all(from_file, rope_with(128, " --style half-split --base 1000000 --scaling yarn --factor 4"
+                                            " --original-max-positions 32768"), 0.0, "qwen2 gguf vs flags");
+  posenc::rope_config q = posenc::read_gguf_rope(model_file("gguf", "qwen2_yarn.gguf")).config;
+  expect_near_all(from_file, rope_reference(q), 0.0, "qwen2 gguf vs library");
+
+  // Llama 3 (interleaved, rope_freqs factors): the library with the file's config, and the explicit llama3
+  // flags up to the float32 rounding of the stored factors (angles <= 41 rad here).
+  const std::string llama = " --gguf '" + model_file("gguf", "llama3.gguf") + "'";
+  const std::vector<double> l = rope_with(128, llama);
+  expect_near_all(l, rope_reference(posenc::read_gguf_rope(model_file("gguf", "llama3.gguf")).config), 0.0, "llama3 gguf");
+  expect_near_all(l, rope_with(128, " --style interleaved --base 500000 --scaling llama3 --factor 8"
+                                    " --original-max-positions 8192"), 2e-5, "llama3 gguf vs flags");
+}
+
+TEST(CliRopeFiles, ExplicitFlagsOverrideTheGgufFile) {
+  const std::string qwen = " --gguf '" + model_file("gguf", "qwen2_yarn.gguf") + "'";
+  // --scaling replaces the scaling; --base replaces the base; the file's style stays.
+  expect_near_all(rope_with(128, qwen + " --scaling none --base 10000"), rope_with(128, " --style half-split"), 0.0,
+                  "scaling and base overridden");
+  // One knob changes that field of the file's scaling.
+  expect_near_all(rope_with(128, qwen + " --factor 8"),
+                  rope_with(128, " --base 1000000 --scaling yarn --factor 8 --original-max-positions 32768"), 0.0,
+                  "factor overridden");
+  // --style overrides the architecture's pair style; --scaling none also drops the rope_freqs factors.
+  posenc::rope_config c = posenc::read_gguf_rope(model_file("gguf", "llama3.gguf")).config;
+  c.style = posenc::rope_style::half_split;
+  const std::string llama = " --gguf '" + model_file("gguf", "llama3.gguf") + "'";
+  expect_near_all(rope_with(128, llama + " --style half-split"), rope_reference(c), 0.0, "style overridden");
+  expect_near_all(rope_with(128, llama + " --scaling none"), rope_with(128, " --style interleaved --base 500000"), 0.0,
+                  "rope_freqs dropped");
+  // A partial-rotary model file on its own head dim, and a rotary dim override on another.
+  const std::string neox = " --gguf '" + model_file("gguf", "gptneox.gguf") + "'";
+  expect_near_all(rope_with(96, neox), rope_with(96, " --rotary-dim 24"), 0.0, "gpt-neox rotary 24");
+  expect_near_all(rope_with(64, neox + " --rotary-dim 32"), rope_with(64, " --rotary-dim 32"), 0.0, "rotary overridden");
+}
+
+TEST(CliRopeFiles, HfConfigGivesBaseStyleAndScaling) {
+  const std::string llama = " --hf-config '" + model_file("hf", "llama3.1.json") + "'";
+  cli_result r;
+  const std::vector<double> y = rope_with(128, llama, &r);
+  if (r.err.find("built without") != std::string::npos) GTEST_SKIP() << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string flags = " --style half-split --base 500000 --scaling llama3 --factor 8 --original-max-positions 8192";
+  expect_near_all(y, rope_with(128, flags), 0.0, "llama3.1 config vs flags");
+  // Overrides: style and one scaling knob.
+  expect_near_all(rope_with(128, llama + " --style interleaved --factor 4"),
+                  rope_with(128, " --style interleaved --base 500000 --scaling llama3 --factor 4 --original-max-positions 8192"),
+                  0.0, "llama3.1 config overridden");
+  // GPT-NeoX: rotary_pct 0.25 of head 96, rotary_emb_base.
+  expect_near_all(rope_with(96, " --hf-config '" + model_file("hf", "gptneox.json") + "'"), rope_with(96, " --rotary-dim 24"),
+                  0.0, "gpt-neox config");
+}
+
 // ------------------------------------------------------------------------------------------- bad input
 
 void expect_rejected(const std::string& args, const std::string& needle) {
@@ -388,6 +481,17 @@ TEST(Cli, HelpAndVersion) {
     r = run(std::string(sub) + "--help");
     EXPECT_EQ(r.code, 0) << sub;
   }
+}
+
+TEST(CliRopeFiles, BadModelFiles) {
+  save("good.npy", {1, 2, 1, 64}, std::vector<float>(128, 0.5f));
+  const std::string io = " --input '" + path("good.npy") + "' --output '" + path("out.npy") + "'";
+  expect_rejected("rope --gguf '" + model_file("gguf", "bad_magic.gguf") + "'" + io, "bad magic");
+  expect_rejected("rope --gguf '" + model_file("gguf", "no_such.gguf") + "'" + io, "cannot open");
+  expect_rejected("rope --gguf '" + model_file("gguf", "llama3.gguf") + "'" + io, "head_dim=128 does not match");
+  expect_rejected("rope --gguf '" + model_file("gguf", "llama3.gguf") + "' --hf-config '" + model_file("hf", "qwen2.json") +
+                      "'" + io,
+                  "excludes");
 }
 
 }  // namespace

@@ -278,12 +278,12 @@ TEST(Gguf, DeepSeek2YarnLogMultiplier) {
   EXPECT_EQ(c.scaling.original_max_positions, 4096);
   EXPECT_EQ(c.scaling.beta_fast, 32.0);
   EXPECT_EQ(c.scaling.beta_slow, 1.0);
-  EXPECT_NEAR(c.scaling.mscale_all_dim, 1.0, 1e-7);
+  EXPECT_EQ(c.scaling.mscale_all_dim, 1.0);  // float32 0.1 / 0.1f, as llama.cpp
   EXPECT_EQ(c.scaling.mscale, c.scaling.mscale_all_dim);
   const posenc::rope_plan plan = posenc::make_rope_plan(c);
   EXPECT_EQ(plan.magnitude(), 1.0);
   const long double m = 0.1L * std::log(40.0L) + 1.0L;
-  EXPECT_NEAR(plan.logit_scale(), static_cast<double>(m * m), 1e-6);
+  EXPECT_NEAR(plan.logit_scale(), static_cast<double>(m * m), 1e-15);
   expect_freqs_near(plan, ref_yarn(10000.0L, 64, 40.0L, 4096.0L), 1e-14, "deepseek2");
 }
 

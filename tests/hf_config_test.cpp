@@ -2,7 +2,8 @@
 // Llama 3.1, Qwen2, Qwen3 (YaRN, transformers v5 layout), Phi-3 (LongRoPE), DeepSeek-V3 (YaRN), GPT-NeoX
 // (partial rotary) and Qwen2-VL (MRoPE) in tests/data/hf/, plus inline configs for the other rope types and
 // every rejected input. Each resulting config is compared field by field, builds a plan, and the plans are
-// checked against an independent long double evaluation of the published formulas.
+// checked against an independent long double evaluation of the published formulas. Also the no-throw forms,
+// the shared rope_params mapping, and agreement with the GGUF conversions of the same models.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,8 +14,10 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <posenc/gguf.hpp>
 #include <posenc/hf_config.hpp>
 #include <posenc/mrope.hpp>
+#include <posenc/rope_params.hpp>
 
 #ifndef POSENC_HF_DATA_DIR
 #define POSENC_HF_DATA_DIR "tests/data/hf"  // the build defines this as an absolute path
@@ -554,6 +557,64 @@ TEST(HfConfigErrors, FileErrors) {
   expect_contains(error_of([&] { posenc::rope_config_from_hf_file(path); }),
                   {"posenc::rope_config_from_hf_file: path=\"", "\" is not valid JSON: ", "parse error"});
   std::remove(path.c_str());
+}
+
+// ------------------------------------------------------------------------------ no-throw forms, shared mapping
+
+TEST(HfConfigTry, StatusFormsCarryTheSameMessage) {
+  posenc::hf_rope_info info;
+  info.model_type = "untouched";
+  const json bad = json::parse(R"({"head_dim": 64, "rope_scaling": {"rope_type": "linear"}})");
+  const posenc::status s = posenc::try_rope_config_from_hf(bad, info);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), posenc::errc::invalid_argument);
+  expect_contains(s.message(), {"posenc::rope_config_from_hf: rope_scaling.factor is missing"});
+  EXPECT_EQ(info.model_type, "untouched");
+  EXPECT_EQ(error_of([&] { posenc::rope_config_from_hf(bad); }), s.message());
+
+  EXPECT_EQ(posenc::try_rope_config_from_hf_file(data("no_such_config.json"), info).code(), posenc::errc::io_error);
+  const std::string path = ::testing::TempDir() + "posenc_hf_config_try_not_json.json";
+  {
+    std::ofstream out(path);
+    out << "[1, 2";
+  }
+  EXPECT_EQ(posenc::try_rope_config_from_hf_file(path, info).code(), posenc::errc::invalid_file);
+  std::remove(path.c_str());
+  EXPECT_EQ(info.model_type, "untouched");
+
+  ASSERT_TRUE(posenc::try_rope_config_from_hf_file(data("qwen2.json"), info).ok());
+  EXPECT_EQ(info.model_type, "qwen2");
+}
+
+// The loader only finds the keys: the same values put into rope_params by hand map to the same config.
+TEST(HfConfigTry, SameMappingAsRopeParams) {
+  posenc::rope_params p;
+  p.head_dim = 128;
+  p.base = 1000000.0;
+  p.scaling_type = "yarn";
+  p.factor = 4.0;
+  p.original_max_positions = 32768;
+  p.max_position_embeddings = 131072;
+  expect_config_eq(load("qwen3_yarn_v5.json").config, posenc::rope_config_from_params(p));
+}
+
+// The same models from their GGUF conversions (tests/data/gguf, written by make_gguf.py): DeepSeek-V3 maps to
+// the same config; Llama 3.1's GGUF pairs interleaved (the converter permutes q/k) with the llama3 bands baked
+// into rope_freqs.weight, whose frequencies equal HF's up to the float32 rounding of the stored factors.
+TEST(HfConfigTry, AgreesWithTheGgufConversions) {
+  const std::string gguf_dir = std::string(POSENC_HF_DATA_DIR) + "/../gguf/";
+  expect_config_eq(posenc::read_gguf_rope(gguf_dir + "deepseek2_yarn.gguf").config, load("deepseek_v3.json").config);
+
+  const posenc::rope_plan hf = posenc::make_rope_plan(load("llama3.1.json").config);
+  const posenc::rope_config g = posenc::read_gguf_rope(gguf_dir + "llama3.gguf").config;
+  EXPECT_EQ(g.style, posenc::rope_style::interleaved);
+  EXPECT_EQ(hf.style(), posenc::rope_style::half_split);
+  const posenc::rope_plan gp = posenc::make_rope_plan(g);
+  ASSERT_EQ(gp.pairs(), hf.pairs());
+  for (index_t i = 0; i < hf.pairs(); ++i) {
+    const double w = hf.inv_freq()[static_cast<std::size_t>(i)];
+    EXPECT_NEAR(gp.inv_freq()[static_cast<std::size_t>(i)], w, 1.2e-7 * w) << "pair " << i;
+  }
 }
 
 }  // namespace

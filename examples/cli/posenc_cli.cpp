@@ -11,14 +11,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include <posenc/gguf.hpp>
 #include <posenc/npy.hpp>
 #include <posenc/posenc.hpp>
+#if POSENC_CLI_HF_CONFIG
+#include <posenc/hf_config.hpp>
+#endif
 
 namespace {
 
@@ -83,11 +88,15 @@ posenc::strided_view<T, 4> view_as(T* data, const std::vector<index_t>& shape, c
 
 struct rope_args {
   std::string input, output, layout = "NLHD", style = "half-split", scaling = "none", positions, short_factors,
-                          long_factors, mrope_sections, mrope_layout = "chunked";
+                          long_factors, mrope_sections, mrope_layout = "chunked", hf_config, gguf;
   index_t rotary_dim = 0, offset = 0, original_max = 0;
   double base = 10000.0, factor = 1.0, beta_fast = 32.0, beta_slow = 1.0, attention_factor = 0.0,
          low_freq_factor = 1.0, high_freq_factor = 4.0;
-  bool inverse = false, has_attention_factor = false;
+  bool inverse = false;
+  // Which flags were given explicitly: with --hf-config / --gguf they override the file's values.
+  bool has_attention_factor = false, has_style = false, has_rotary_dim = false, has_base = false, has_scaling = false,
+       has_factor = false, has_original_max = false, has_beta_fast = false, has_beta_slow = false,
+       has_low_freq_factor = false, has_high_freq_factor = false;
 };
 
 std::array<index_t, 3> parse_sections(const std::string& s) {
@@ -104,30 +113,85 @@ std::array<index_t, 3> parse_sections(const std::string& s) {
   return out;
 }
 
+posenc::rope_style style_of(const std::string& s) {
+  return s == "interleaved" ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+}
+
+/// The scaling the flags describe (--scaling and its knobs).
+posenc::rope_scaling scaling_from_flags(const rope_args& a) {
+  const index_t m = a.original_max;
+  if (a.scaling == "linear") return posenc::rope_scaling::linear(a.factor);
+  if (a.scaling == "ntk") return posenc::rope_scaling::ntk(a.factor);
+  if (a.scaling == "dynamic-ntk") return posenc::rope_scaling::dynamic_ntk(a.factor, m);
+  if (a.scaling == "yarn") return posenc::rope_scaling::yarn(a.factor, m, a.beta_fast, a.beta_slow);
+  if (a.scaling == "llama3") return posenc::rope_scaling::llama3(a.factor, a.low_freq_factor, a.high_freq_factor, m);
+  if (a.scaling == "longrope") {
+    if (a.short_factors.empty() || a.long_factors.empty()) fail("--scaling longrope needs --short-factors and --long-factors");
+    return posenc::rope_scaling::longrope(read_factors(a.short_factors), read_factors(a.long_factors), m, a.factor);
+  }
+  return posenc::rope_scaling{};
+}
+
+/// The RoPE configuration of a model file (--hf-config or --gguf): base, rotary dim, pair style, scaling.
+posenc::rope_config config_from_file(const rope_args& a) {
+  if (!a.gguf.empty()) return posenc::read_gguf_rope(a.gguf).config;
+#if POSENC_CLI_HF_CONFIG
+  return posenc::rope_config_from_hf_file(a.hf_config).config;
+#else
+  fail("--hf-config needs nlohmann/json: this posenc was built without it (install nlohmann-json3-dev and rebuild)");
+#endif
+}
+
+/// The configuration for an input of head dim d: the flags alone, or a model file's with the flags given
+/// explicitly overriding it (a --scaling replaces the file's scaling, rope_freqs factors included; a single
+/// knob such as --factor changes that field of the file's scaling).
+posenc::rope_config rope_config_for(const rope_args& a, const std::optional<posenc::rope_config>& from_file, index_t d) {
+  posenc::rope_config cfg;
+  if (!from_file) {
+    cfg.head_dim = d;
+    cfg.rotary_dim = a.rotary_dim == 0 ? d : a.rotary_dim;
+    cfg.base = a.base;
+    cfg.style = style_of(a.style);
+    cfg.scaling = scaling_from_flags(a);
+    if (a.has_attention_factor) cfg.scaling.attention_factor = a.attention_factor;
+    return cfg;
+  }
+  const std::string& file = a.gguf.empty() ? a.hf_config : a.gguf;
+  cfg = *from_file;
+  if (cfg.head_dim != d && !a.has_rotary_dim)
+    fail(file + ": the model's head_dim=" + std::to_string(cfg.head_dim) + " does not match the input's head dim D=" +
+         std::to_string(d) + " (pass --rotary-dim to rotate R features of D with the file's frequencies)");
+  cfg.head_dim = d;
+  if (a.has_rotary_dim) cfg.rotary_dim = a.rotary_dim;
+  if (a.has_base) cfg.base = a.base;
+  if (a.has_style) cfg.style = style_of(a.style);
+  posenc::rope_scaling& s = cfg.scaling;
+  if (a.has_scaling) {
+    s = scaling_from_flags(a);
+    cfg.freq_factors.clear();
+  } else {
+    if (a.has_factor) s.factor = a.factor;
+    if (a.has_original_max) s.original_max_positions = a.original_max;
+    if (a.has_beta_fast) s.beta_fast = a.beta_fast;
+    if (a.has_beta_slow) s.beta_slow = a.beta_slow;
+    if (a.has_low_freq_factor) s.low_freq_factor = a.low_freq_factor;
+    if (a.has_high_freq_factor) s.high_freq_factor = a.high_freq_factor;
+  }
+  if (a.has_attention_factor) s.attention_factor = a.attention_factor;
+  return cfg;
+}
+
 void run_rope(const rope_args& a) {
+  // The model file first: a bad file is reported before the input is read.
+  std::optional<posenc::rope_config> from_file;
+  if (!a.hf_config.empty() || !a.gguf.empty()) from_file = config_from_file(a);
   posenc::npy_array x = posenc::read_npy(a.input);
   with_float_dtype(x, a.input, [&](auto tag) {
     using T = decltype(tag);
     auto* data = reinterpret_cast<T*>(x.data.data());
     const posenc::strided_view<T, 4> v = view_as(data, x.shape, a.layout, a.input);
     const index_t n = v.extent(0), l = v.extent(1), d = v.extent(3);
-
-    posenc::rope_config cfg;
-    cfg.head_dim = d;
-    cfg.rotary_dim = a.rotary_dim == 0 ? d : a.rotary_dim;
-    cfg.base = a.base;
-    cfg.style = a.style == "interleaved" ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
-    const index_t m = a.original_max;
-    if (a.scaling == "linear") cfg.scaling = posenc::rope_scaling::linear(a.factor);
-    else if (a.scaling == "ntk") cfg.scaling = posenc::rope_scaling::ntk(a.factor);
-    else if (a.scaling == "dynamic-ntk") cfg.scaling = posenc::rope_scaling::dynamic_ntk(a.factor, m);
-    else if (a.scaling == "yarn") cfg.scaling = posenc::rope_scaling::yarn(a.factor, m, a.beta_fast, a.beta_slow);
-    else if (a.scaling == "llama3") cfg.scaling = posenc::rope_scaling::llama3(a.factor, a.low_freq_factor, a.high_freq_factor, m);
-    else if (a.scaling == "longrope") {
-      if (a.short_factors.empty() || a.long_factors.empty()) fail("--scaling longrope needs --short-factors and --long-factors");
-      cfg.scaling = posenc::rope_scaling::longrope(read_factors(a.short_factors), read_factors(a.long_factors), m, a.factor);
-    }
-    if (a.has_attention_factor) cfg.scaling.attention_factor = a.attention_factor;
+    const posenc::rope_config cfg = rope_config_for(a, from_file, d);
 
     // Positions: explicit ids ([L] or [N, L]; MRoPE: [3, L] or [N, 3, L]) or offset .. offset + L - 1.
     std::vector<index_t> pshape;
@@ -273,21 +337,30 @@ int main(int argc, char** argv) {
   rope->add_option("--input", ra.input, "input .npy (float16/32/64)")->required();
   rope->add_option("--output", ra.output, "output .npy (same dtype and shape)")->required();
   rope->add_option("--layout", ra.layout, "NLHD|NHLD|LHD|LD")->check(CLI::IsMember({"NLHD", "NHLD", "LHD", "LD"}));
-  rope->add_option("--style", ra.style, "half-split|interleaved")->check(CLI::IsMember({"half-split", "interleaved"}));
-  rope->add_option("--rotary-dim", ra.rotary_dim, "rotated features R (default D)")->check(positive);
-  rope->add_option("--base", ra.base, "rope theta (default 10000)")->check(positive);
+  CLI::Option* style =
+      rope->add_option("--style", ra.style, "half-split|interleaved")->check(CLI::IsMember({"half-split", "interleaved"}));
+  CLI::Option* rotary_dim = rope->add_option("--rotary-dim", ra.rotary_dim, "rotated features R (default D)")->check(positive);
+  CLI::Option* base = rope->add_option("--base", ra.base, "rope theta (default 10000)")->check(positive);
   rope->add_option("--offset", ra.offset, "first position P0 (default 0)")->check(non_negative);
   rope->add_option("--positions", ra.positions, "explicit positions .npy, [L] or [N, L] (MRoPE: [3, L] or [N, 3, L])");
-  rope->add_option("--scaling", ra.scaling, "none|linear|ntk|dynamic-ntk|yarn|llama3|longrope")
-      ->check(CLI::IsMember({"none", "linear", "ntk", "dynamic-ntk", "yarn", "llama3", "longrope"}));
-  rope->add_option("--factor", ra.factor, "scaling factor")->check(positive);
-  rope->add_option("--original-max-positions", ra.original_max, "original context M")->check(positive);
-  rope->add_option("--beta-fast", ra.beta_fast, "yarn (default 32)")->check(positive);
-  rope->add_option("--beta-slow", ra.beta_slow, "yarn (default 1)")->check(positive);
+  CLI::Option* scaling = rope->add_option("--scaling", ra.scaling, "none|linear|ntk|dynamic-ntk|yarn|llama3|longrope")
+                             ->check(CLI::IsMember({"none", "linear", "ntk", "dynamic-ntk", "yarn", "llama3", "longrope"}));
+  CLI::Option* factor = rope->add_option("--factor", ra.factor, "scaling factor")->check(positive);
+  CLI::Option* original_max =
+      rope->add_option("--original-max-positions", ra.original_max, "original context M")->check(positive);
+  CLI::Option* beta_fast = rope->add_option("--beta-fast", ra.beta_fast, "yarn (default 32)")->check(positive);
+  CLI::Option* beta_slow = rope->add_option("--beta-slow", ra.beta_slow, "yarn (default 1)")->check(positive);
   CLI::Option* attention_factor =
       rope->add_option("--attention-factor", ra.attention_factor, "yarn/longrope cos/sin multiplier")->check(positive);
-  rope->add_option("--low-freq-factor", ra.low_freq_factor, "llama3 (default 1)")->check(positive);
-  rope->add_option("--high-freq-factor", ra.high_freq_factor, "llama3 (default 4)")->check(positive);
+  CLI::Option* low_freq = rope->add_option("--low-freq-factor", ra.low_freq_factor, "llama3 (default 1)")->check(positive);
+  CLI::Option* high_freq = rope->add_option("--high-freq-factor", ra.high_freq_factor, "llama3 (default 4)")->check(positive);
+  CLI::Option* hf_config = rope->add_option(
+      "--hf-config", ra.hf_config,
+      "base, rotary dim, pair style and scaling from a Hugging Face config.json; explicit flags override it");
+  rope->add_option("--gguf", ra.gguf,
+                   "the same from a GGUF file's metadata (llama.cpp keys, rope_freqs.weight, the architecture's pair "
+                   "style); explicit flags override it")
+      ->excludes(hf_config);
   rope->add_option("--short-factors", ra.short_factors, "longrope short factors .npy [R/2]");
   rope->add_option("--long-factors", ra.long_factors, "longrope long factors .npy [R/2]");
   rope->add_flag("--inverse", ra.inverse, "the transpose (backward pass)");
@@ -364,6 +437,16 @@ int main(int argc, char** argv) {
     return e.get_exit_code() > 0 && e.get_exit_code() < 128 ? e.get_exit_code() : 2;
   }
   ra.has_attention_factor = attention_factor->count() > 0;
+  ra.has_style = style->count() > 0;
+  ra.has_rotary_dim = rotary_dim->count() > 0;
+  ra.has_base = base->count() > 0;
+  ra.has_scaling = scaling->count() > 0;
+  ra.has_factor = factor->count() > 0;
+  ra.has_original_max = original_max->count() > 0;
+  ra.has_beta_fast = beta_fast->count() > 0;
+  ra.has_beta_slow = beta_slow->count() > 0;
+  ra.has_low_freq_factor = low_freq->count() > 0;
+  ra.has_high_freq_factor = high_freq->count() > 0;
   try {
     if (rope->parsed()) run_rope(ra);
     else if (xpos->parsed()) run_xpos(xa);

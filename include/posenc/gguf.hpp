@@ -872,7 +872,8 @@ status rope_from_metadata(const gguf_metadata& m, Source& src, const gguf_option
         return fail(fn, what, ": ", n.mscale_all_dim, "=", *log_mul,
                     " is only understood for deepseek2 (its scale differs between converters of other architectures)");
       p.yarn_variant = rope_yarn_variant::deepseek;
-      p.mscale_all_dim = *log_mul / 0.1;
+      // In float32, as llama.cpp's hparams hold it: 0.1f / 0.1f is exactly 1.
+      p.mscale_all_dim = static_cast<double>(static_cast<float>(*log_mul) / 0.1f);
       p.mscale = p.mscale_all_dim;
     }
   } else if (p.scaling_type != "longrope") {
