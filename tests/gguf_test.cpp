@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
@@ -450,6 +451,109 @@ TEST(GgufErrors, StyleOptionCoversUnknownArchitectures) {
   EXPECT_EQ(info.config.style, posenc::rope_style::half_split);
   opt.style = posenc::rope_style::half_split;
   EXPECT_EQ(posenc::read_gguf_rope(data("llama3.gguf"), opt).config.style, posenc::rope_style::half_split);
+}
+
+// ------------------------------------------------------------------------------- llama.cpp's keys, in memory
+
+/// A GGUF v3 image with metadata only, written here from the format (little-endian), for the key cases the
+/// committed files do not cover.
+class gguf_image {
+ public:
+  gguf_image& str(const std::string& key, const std::string& v) { return entry(key, 8, [&] { string(v); }); }
+  gguf_image& u32(const std::string& key, std::uint32_t v) { return entry(key, 4, [&] { le(v, 4); }); }
+  gguf_image& f32(const std::string& key, float v) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return entry(key, 6, [&] { le(bits, 4); });
+  }
+  gguf_image& u32_array(const std::string& key, const std::vector<std::uint32_t>& v) {
+    return entry(key, 9, [&] {
+      le(4, 4);
+      le(v.size(), 8);
+      for (std::uint32_t e : v) le(e, 4);
+    });
+  }
+  posenc::status read(posenc::gguf_rope_info& out) const {
+    std::vector<unsigned char> b{'G', 'G', 'U', 'F', 3, 0, 0, 0};
+    for (int i = 0; i < 8; ++i) b.push_back(0);  // no tensors
+    for (int i = 0; i < 8; ++i) b.push_back(static_cast<unsigned char>(n_ >> (8 * i)));
+    b.insert(b.end(), kv_.begin(), kv_.end());
+    return posenc::try_parse_gguf_rope(b.data(), b.size(), out);
+  }
+
+ private:
+  template <class F>
+  gguf_image& entry(const std::string& key, std::uint32_t type, F&& value) {
+    string(key);
+    le(type, 4);
+    value();
+    ++n_;
+    return *this;
+  }
+  void le(std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) kv_.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  }
+  void string(const std::string& s) {
+    le(s.size(), 8);
+    kv_.insert(kv_.end(), s.begin(), s.end());
+  }
+  std::vector<unsigned char> kv_;
+  std::uint64_t n_ = 0;
+};
+
+gguf_image qwen2_base() {
+  gguf_image g;
+  g.str("general.architecture", "qwen2").u32("qwen2.embedding_length", 256).u32("qwen2.context_length", 8192);
+  g.u32_array("qwen2.attention.head_count", {0, 4, 4});  // per layer: the first non-zero, as llama.cpp's n_head()
+  return g;
+}
+
+TEST(GgufKeys, ScalingAsLlamaCppReadsIt) {
+  posenc::gguf_rope_info info;
+  ASSERT_TRUE(qwen2_base().f32("qwen2.rope.scale_linear", 2.0f).read(info).ok());  // the old key: linear
+  expect_config_eq(info.config, make_config(64, 64, 10000.0, posenc::rope_scaling::linear(2.0), posenc::rope_style::half_split));
+  EXPECT_EQ(info.head_count, 4);
+  ASSERT_TRUE(qwen2_base().str("qwen2.rope.scaling.type", "linear").read(info).ok());  // no factor: none
+  EXPECT_EQ(info.config.scaling.type, posenc::rope_scaling_type::none);
+  ASSERT_TRUE(qwen2_base().str("qwen2.rope.scaling.type", "none").f32("qwen2.rope.scaling.factor", 4.0f).read(info).ok());
+  EXPECT_EQ(info.config.scaling.type, posenc::rope_scaling_type::none);
+  // YaRN: no factor is 1 (llama.cpp); M defaults to context_length; attention factors.
+  ASSERT_TRUE(qwen2_base().str("qwen2.rope.scaling.type", "yarn").read(info).ok());
+  expect_scaling_eq(info.config.scaling, posenc::rope_scaling::yarn(1.0, 8192));
+  ASSERT_TRUE(qwen2_base().str("qwen2.rope.scaling.type", "yarn").f32("qwen2.rope.scaling.factor", 4.0f)
+                  .f32("qwen2.rope.scaling.yarn_attn_factor", 1.25f).read(info).ok());
+  EXPECT_EQ(info.config.scaling.attention_factor, 1.25);  // HF's attention_factor, as the converter wrote it
+  ASSERT_TRUE(qwen2_base().str("qwen2.rope.scaling.type", "yarn").f32("qwen2.rope.scaling.factor", 4.0f)
+                  .f32("qwen2.rope.scaling.attn_factor", 1.5f).read(info).ok());
+  ASSERT_TRUE(info.config.scaling.attention_factor.has_value());
+  EXPECT_DOUBLE_EQ(*info.config.scaling.attention_factor, 1.5 * (0.1 * std::log(4.0) + 1.0));  // times the derived
+}
+
+TEST(GgufKeys, WhatPosencCannotExpress) {
+  posenc::gguf_rope_info info;
+  posenc::status s = qwen2_base().str("qwen2.rope.scaling.type", "yarn").f32("qwen2.rope.scaling.factor", 4.0f)
+                         .f32("qwen2.rope.scaling.yarn_ext_factor", 0.5f).read(info);
+  EXPECT_EQ(s.code(), posenc::errc::invalid_file);
+  expect_contains(s.message(), {"posenc::read_gguf_rope: buffer: qwen2.rope.scaling.yarn_ext_factor=0.5 is not supported"});
+  s = qwen2_base().str("qwen2.rope.scaling.type", "yarn").f32("qwen2.rope.scaling.factor", 4.0f)
+          .f32("qwen2.rope.scaling.yarn_log_multiplier", 0.1f).read(info);
+  EXPECT_EQ(s.code(), posenc::errc::invalid_argument);
+  expect_contains(s.message(), {"yarn_log_multiplier=", "only understood for deepseek2"});
+  s = qwen2_base().f32("qwen2.rope.scaling.attn_factor", 2.0f).read(info);
+  EXPECT_EQ(s.code(), posenc::errc::invalid_file);
+  expect_contains(s.message(), {"qwen2.rope.scaling.attn_factor=2 needs a YaRN or LongRoPE scaling"});
+  s = qwen2_base().str("qwen2.rope.scaling.type", "dynamic-ish").read(info);
+  expect_contains(s.message(), {"qwen2.rope.scaling.type=\"dynamic-ish\" is not supported"});
+  s = qwen2_base().f32("qwen2.rope.freq_base", 1.0f).read(info);
+  expect_contains(s.message(), {"buffer: posenc::make_rope_plan: base=1 must be finite and > 1"});
+  gguf_image gpt2;
+  gpt2.str("general.architecture", "gpt2").u32("gpt2.embedding_length", 768).u32("gpt2.attention.head_count", 12);
+  s = gpt2.read(info);
+  EXPECT_EQ(s.code(), posenc::errc::invalid_argument);
+  expect_contains(s.message(), {"architecture \"gpt2\" uses no RoPE"});
+  gguf_image headless;
+  headless.str("general.architecture", "llama").u32("llama.embedding_length", 4096);
+  expect_contains(headless.read(info).message(), {"llama.attention.head_count is missing"});
 }
 
 // ------------------------------------------------------------------------------ the shared rope_params mapping

@@ -805,7 +805,8 @@ status rope_from_metadata(const gguf_metadata& m, Source& src, const gguf_option
   rope_param_names n;
   n.function = fn;
   n.context = what + ": ";
-  n.head_dim = a + (key_len ? "attention.key_length" : "embedding_length/head_count");
+  n.head_dim = a + (*arch == "deepseek2" ? "rope.dimension_count"
+                                         : key_len ? "attention.key_length" : "embedding_length/head_count");
   n.rotary_dim = a + "rope.dimension_count";
   n.scaling_type = n.scaling_label = a + "rope.scaling.type";
   n.factor = factor_key;
@@ -856,6 +857,10 @@ status rope_from_metadata(const gguf_metadata& m, Source& src, const gguf_option
     POSENC_TRY(read_factor_tensor(src, *freqs, pairs, k, fn, what, p.freq_factors));
     info.freq_factors_tensor = freqs->name;
   }
+  // llama.cpp reads an absent factor as 1 (freq_scale 1): linear is then no scaling, YaRN a factor of 1
+  // (Hugging Face would derive context_length / M instead; the file is llama.cpp's).
+  if (p.scaling_type == "linear" && !p.factor) p.scaling_type = "none";
+  if (p.scaling_type == "yarn" && !p.factor) p.factor = 1.0;
   if (p.scaling_type == "yarn") {
     p.beta_fast = beta_fast;
     p.beta_slow = beta_slow;
@@ -977,7 +982,8 @@ inline status try_parse_gguf_rope(const void* data, std::size_t size, gguf_rope_
 ///   llama_model_rope_type of the architecture (NORM -> interleaved: Llama family, whose q/k weights the
 ///   converter permutes; NEOX and MROPE -> half_split: Qwen2, GPT-NeoX, Phi-3, Falcon, Gemma, ...).
 /// - `<arch>.rope.scaling.type`: absent means "linear" when `rope.scaling.factor` (or the old
-///   `rope.scale_linear`) is given and not 0, else none. "linear": w_i / factor. "yarn": factor,
+///   `rope.scale_linear`) is given and not 0, else none. "linear": w_i / factor (none without a factor, as
+///   llama.cpp reads it). "yarn": factor (1 when absent, as llama.cpp),
 ///   original_context_length (default context_length), yarn_beta_fast/slow (default 32/1), yarn_ext_factor
 ///   (must be 1), yarn_attn_factor (HF attention_factor), rope.scaling.attn_factor (multiplies the magnitude);
 ///   for deepseek2 yarn_log_multiplier = 0.1 * mscale_all_dim gives rope_scaling::deepseek_yarn.
@@ -989,8 +995,9 @@ inline status try_parse_gguf_rope(const void* data, std::size_t size, gguf_rope_
 /// Returns ok, or (out unchanged): io_error (cannot open or read); invalid_file naming the file and the key or
 /// tensor (everything try_read_gguf_metadata rejects; general.architecture missing; a known key of the wrong
 /// type; missing head dims; factor tensors of a type other than F32 or a shape other than [R/2]; values the
-/// mapping rejects, such as base <= 1 or yarn without original context); invalid_argument for an architecture
-/// without RoPE or not in the table (set gguf_options::style) and for llama.cpp settings posenc cannot express.
+/// mapping rejects, such as base <= 1, a yarn_ext_factor other than 1 or an attn_factor without YaRN or
+/// LongRoPE); invalid_argument for an architecture without RoPE or not in the table (set gguf_options::style)
+/// and for a yarn_log_multiplier outside deepseek2 (converters of other architectures disagree on its scale).
 ///
 /// **Example**
 /// ```
