@@ -205,7 +205,7 @@ inline status rope_params_to_config(const rope_params& p, const rope_param_names
     return fail(n.max_position_embeddings, "=", p.max_position_embeddings, " must be >= 0");
 
   // M: the pretraining context; HF v5 falls back to max_position_embeddings.
-  index_t m = p.original_max_positions > 0 ? p.original_max_positions : p.max_position_embeddings;
+  const index_t m = p.original_max_positions > 0 ? p.original_max_positions : p.max_position_embeddings;
   const auto need_m = [&]() -> status {
     if (m == 0) return missing(n.original_max_positions, why + " without " + n.max_position_embeddings);
     return {};
