@@ -24,9 +24,10 @@ cp tests/data/gguf/*.gguf "$out/corpus/"
 } > "$out/gguf.dict"
 clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -Iinclude tests/fuzz/gguf_fuzz.cpp -o "$out/gguf_fuzz"   # no Eigen: gguf.hpp does not need it
-# -malloc_limit_mb: the reader allocates about the input's size; 64 MB is far above any honest need. The RSS
-# limit leaves room for ASan's quarantine (up to 256 MB by default), which is not the reader's.
-"$out/gguf_fuzz" -max_total_time="$seconds" -rss_limit_mb=512 -malloc_limit_mb=64 -max_len=4096 -artifact_prefix="$out/" \
+# -malloc_limit_mb: the reader allocates about the input's size; 64 MB is far above any honest need. ASan's
+# freed-memory quarantine (256 MB by default) is capped so that the RSS limit measures the reader, not it.
+ASAN_OPTIONS="${ASAN_OPTIONS:-quarantine_size_mb=16}" \
+"$out/gguf_fuzz" -max_total_time="$seconds" -rss_limit_mb=256 -malloc_limit_mb=64 -max_len=4096 -artifact_prefix="$out/" \
   -dict="$out/gguf.dict" -print_final_stats=1 "$out/corpus" 2>&1 | tee "$out/fuzz.log" |
   grep -E "INITED|DONE|stat::|ERROR|SUMMARY|crash" || true
 if grep -qE "ERROR: |SUMMARY: |crash-|leak-|timeout-|oom-" "$out/fuzz.log"; then
