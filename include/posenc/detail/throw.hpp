@@ -9,8 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
-#include <sstream>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "posenc/config.hpp"
@@ -20,13 +21,31 @@
 POSENC_BEGIN_NAMESPACE
 namespace detail {
 
+// The message text, formatted without <sstream> (which would add ~25k lines to every includer): strings as
+// they are, integers in decimal, floating point as %.17g (what an ostream with precision 17 prints).
+inline void append_part(std::string& s, const char* v) { s += v; }
+inline void append_part(std::string& s, const std::string& v) { s += v; }
+inline void append_part(std::string& s, std::string_view v) { s.append(v.data(), v.size()); }
+inline void append_part(std::string& s, char v) { s += v; }
+inline void append_part(std::string& s, bool v) { s += v ? '1' : '0'; }
+template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+void append_part(std::string& s, T v) {
+  s += std::to_string(v);
+}
+template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+void append_part(std::string& s, T v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(v));
+  s += buf;
+}
+
 template <class... Parts>
 std::string format_message(const char* function, const Parts&... parts) {
-  std::ostringstream os;
-  os.precision(17);
-  os << "posenc::" << function << ": ";
-  (os << ... << parts);
-  return os.str();
+  std::string s = "posenc::";
+  s += function;
+  s += ": ";
+  (append_part(s, parts), ...);
+  return s;
 }
 
 // Cold and out of line so that the checks at each public entry cost one compare and a never-taken branch.
