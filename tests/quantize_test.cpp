@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,49 @@ TEST_P(RopeQuant, RejectedCallsWriteNothing) {
   for (auto c : f8) ASSERT_EQ(c, 7);
   for (auto c : i8) ASSERT_EQ(c, 7);
   for (auto s : sc) ASSERT_EQ(s, 3.0f);
+}
+
+TEST_P(RopeQuant, KernelConversionsEqualTheExactRules) {
+  // Position 0 with a rotary window of 2: every other feature passes through unchanged, so the codes are the
+  // conversions of the inputs themselves (scale 1), ties, bounds, infinities and NaN included; they must equal
+  // detail/math/quant.hpp's exact conversions (checked code for code against gen_quant.py in quant_test.cpp).
+  std::vector<float> vals;
+  for (int k = -131; k <= 131; ++k) {
+    const float t = static_cast<float>(k) + 0.5f;
+    vals.insert(vals.end(), {t, std::nextafter(t, -1e9f), std::nextafter(t, 1e9f), static_cast<float>(k)});
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  vals.insert(vals.end(), {0.0f, -0.0f, 1e-30f, -1e-30f, 1e30f, -1e30f, inf, -inf, std::nanf(""), -std::nanf(""),
+                           448.0f, 464.0f, 465.0f, 57344.0f, 61440.0f, 61441.0f, 0x1p-9f, 0x1p-10f, 0x1.8p-10f, 0x1p-16f,
+                           0x1p-17f, 0x1.8p-17f});
+  const index_t D = 64;
+  const auto rows = static_cast<index_t>((vals.size() + D - 3) / (D - 2));
+  std::vector<float> x(static_cast<std::size_t>(rows * D), 0.0f);
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    const auto at = static_cast<std::size_t>(static_cast<index_t>(i) / (D - 2) * D + 2 + static_cast<index_t>(i) % (D - 2));
+    x[at] = vals[i];
+    where.push_back(at);
+  }
+  posenc::rope_config cfg;
+  cfg.head_dim = D;
+  cfg.rotary_dim = 2;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+  const posenc::strided_view<const float, 4> xv(x.data(), {1, 1, rows, D});
+  const float one = 1.0f;
+  std::vector<std::int8_t> i8(x.size());
+  std::vector<std::uint8_t> f8(x.size());
+  posenc::apply_rope_quantized(plan, xv, posenc::strided_view<std::int8_t, 4>(i8.data(), {1, 1, rows, D}), {},
+                               posenc::positions::offset(0), posenc::quant_spec{posenc::quant_format::int8, &one, 0});
+  for (std::size_t i = 0; i < vals.size(); ++i)
+    ASSERT_EQ(i8[where[i]], pm::quantize_int8(vals[i])) << "int8 of " << vals[i];
+  for (const auto fmt : {posenc::quant_format::fp8_e4m3, posenc::quant_format::fp8_e5m2}) {
+    posenc::apply_rope_quantized(plan, xv, posenc::strided_view<std::uint8_t, 4>(f8.data(), {1, 1, rows, D}), {},
+                                 posenc::positions::offset(0), posenc::quant_spec{fmt, &one, 0});
+    for (std::size_t i = 0; i < vals.size(); ++i)
+      ASSERT_EQ(f8[where[i]], fmt == posenc::quant_format::fp8_e4m3 ? pm::float_to_e4m3(vals[i]) : pm::float_to_e5m2(vals[i]))
+          << "fp8 of " << vals[i];
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, RopeQuant, ::testing::ValuesIn(all_isas()), isa_only_name);

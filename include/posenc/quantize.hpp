@@ -29,13 +29,6 @@
 
 POSENC_BEGIN_NAMESPACE
 
-/// The 8-bit code: int8 codes are std::int8_t, fp8 codes std::uint8_t (the OFP8 bit pattern).
-enum class quant_format {
-  int8,      ///< symmetric int8
-  fp8_e4m3,  ///< OCP E4M3 ("E4M3FN": bias 7, no infinities, max 448)
-  fp8_e5m2,  ///< OCP E5M2 (bias 15, max 57344)
-};
-
 /// How values become codes: x ~= code * scale.
 struct quant_spec {
   quant_format format = quant_format::int8;
@@ -86,29 +79,6 @@ inline status check_scales_out(const char* fn, const char* name, const quant_spe
   return {};
 }
 
-/// One head row of d floats to codes (and its dynamic scale).
-template <class Code>
-void quantize_row(const quant_spec& q, index_t h, const float* x, index_t d, Code* out, index_t so, float* scale_out) {
-  float scale = 0.0f;
-  if (q.dynamic()) {
-    float m = 0.0f;
-    for (index_t e = 0; e < d; ++e) m = std::fabs(x[e]) > m ? std::fabs(x[e]) : m;  // NaN ignored
-    scale = math::int8_dynamic_scale(m);
-    *scale_out = scale;
-  } else {
-    scale = q.scales[h * q.scale_stride];
-  }
-  const float inv = math::quant_inverse_scale(scale);
-  for (index_t e = 0; e < d; ++e) {
-    const float v = x[e] * inv;
-    if constexpr (std::is_same_v<Code, std::int8_t>) {
-      out[e * so] = math::quantize_int8(v);
-    } else {
-      out[e * so] = q.format == quant_format::fp8_e4m3 ? math::float_to_e4m3(v) : math::float_to_e5m2(v);
-    }
-  }
-}
-
 /// Every token of `in` rotated (or, for V, converted) into float scratch rows, then quantised into its output
 /// rows through `map`. The rotation is apply_rope's, run per token on groups of heads.
 template <class Dispatch, class F, class In, class Code>
@@ -132,9 +102,11 @@ void run_quantized(const F* freq, const strided_view<const In, 4>& in, const pos
           for (index_t h = 0; h < hn; ++h)
             for (index_t e = 0; e < d; ++e) scratch[h * d + e] = simd::load_as<float>(tok(0, 0, h, e));
         }
-        for (index_t h = 0; h < hn; ++h)
-          quantize_row(q, h0 + h, scratch + h * d, d, &out(o0, o1, h0 + h, 0), out.stride(3),
-                       q.dynamic() ? &scales(o0, o1, h0 + h) : nullptr);
+        float* sc = q.dynamic() ? &scales(o0, o1, h0) : nullptr;
+        Dispatch::call([&](auto t) {
+          quantize_rows(t, q.format, q.scales, q.scale_stride, h0, hn, scratch, d, &out(o0, o1, h0, 0), out.stride(2),
+                        out.stride(3), sc, q.dynamic() ? scales.stride(2) : 0);
+        });
       }
     }
 }

@@ -27,3 +27,4 @@ POSENC_END_NAMESPACE
 #include "posenc/detail/kernels/alibi-inl.hpp"
 #include "posenc/detail/kernels/t5-inl.hpp"
 #include "posenc/detail/kernels/layout-inl.hpp"
+#include "posenc/detail/kernels/quant-inl.hpp"

@@ -19,6 +19,7 @@
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/alibi_slopes.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
+#include "posenc/detail/math/quant.hpp"
 #include "posenc/detail/math/sinusoid.hpp"
 #include "posenc/detail/math/t5_bucket.hpp"
 #include "posenc/detail/simd/targets.hpp"

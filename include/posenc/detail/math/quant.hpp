@@ -46,6 +46,17 @@
 #include "posenc/config.hpp"
 
 POSENC_BEGIN_NAMESPACE
+
+/// The 8-bit code: int8 codes are std::int8_t, fp8 codes std::uint8_t (the OFP8 bit pattern).
+enum class quant_format {
+  int8,      ///< symmetric int8
+  fp8_e4m3,  ///< OCP E4M3 ("E4M3FN": bias 7, no infinities, max 448)
+  fp8_e5m2,  ///< OCP E5M2 (bias 15, max 57344)
+};
+
+POSENC_END_NAMESPACE
+
+POSENC_BEGIN_NAMESPACE
 namespace detail::math {
 
 /// Largest finite values and canonical NaN codes (positive sign) of the two fp8 formats (OFP8 table 1).
