@@ -253,12 +253,15 @@ TEST(TryMropePositionsSlice, AcceptedEqualsSlice) {
 TEST(TryMropePlan, RejectsLikeConstructorAndLeavesOutUnchanged) {
   const auto plan = plan16();
   const posenc::mrope_plan good(plan, {4, 2, 2}, posenc::mrope_layout::interleaved);
-  for (const auto& [p, sections] : {std::pair<posenc::rope_plan, std::array<index_t, 3>>{plan, {2, 3, 2}},
-                                    {plan, {-1, 5, 4}},
-                                    {plan, {8, -1, 1}},
-                                    {plan, {3, 3, -1}},
-                                    {plan, {std::numeric_limits<index_t>::max(), std::numeric_limits<index_t>::max(), 2}},
-                                    {posenc::rope_plan{}, {0, 0, 0}}}) {
+  for (const auto& c : {std::pair<posenc::rope_plan, std::array<index_t, 3>>{plan, {2, 3, 2}},
+                        {plan, {-1, 5, 4}},
+                        {plan, {8, -1, 1}},
+                        {plan, {3, 3, -1}},
+                        {plan, {std::numeric_limits<index_t>::max(), std::numeric_limits<index_t>::max(), 2}},
+                        {posenc::rope_plan{}, {0, 0, 0}}}) {
+    // Named copies, not a structured binding: clang 14 cannot capture those in the lambda below (C++20).
+    const posenc::rope_plan& p = c.first;
+    const std::array<index_t, 3>& sections = c.second;
     posenc::mrope_plan out = good;
     const std::string what = "sections " + std::to_string(sections[0]) + "," + std::to_string(sections[1]) + "," +
                              std::to_string(sections[2]) + (p.empty() ? " empty plan" : "");
