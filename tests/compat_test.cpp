@@ -1,7 +1,8 @@
 // The Python-API counterparts (posenc/compat.hpp) against tests/golden/compat.txt (zeta RotaryEmbedding,
 // torchscale fixed_pos_embedding / apply_rotary_pos_emb, tiny-llm RoPE) and xpos.txt (torchscale XPOS), the
 // small torchscale helpers on hand-written inputs, the equivalent plans against the Python formulas
-// evaluated here from the golden tables, and every rejected argument.
+// evaluated here from the golden tables, every rejected argument, and the no-throw try_ forms (same results,
+// same messages, invalid_argument, outputs untouched).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -495,6 +498,297 @@ TEST(CompatErrors, EachRejectedArgumentThrowsArgumentError) {
     expect_argument_error([&] { (void)rope(tensor<float, 4>(1, 21, 1, 8)); }, "L=21", "no offset past seq_len");
     expect_argument_error([&] { (void)rope(tensor<float, 4>(1, 2, 1, 6)); }, "D=6", "tiny head dim");
   }
+}
+
+// ------------------------------------------------------------------------------------------- try_ forms
+
+/// The message of the posenc::argument_error `f` throws; a test failure if it throws none.
+template <class F>
+std::string thrown_message(F&& f) {
+  try {
+    f();
+  } catch (const posenc::argument_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no posenc::argument_error";
+  return "";
+}
+
+/// A rejected try_ call: not ok, invalid_argument, the throwing form's message.
+void expect_rejected(const posenc::status& s, const std::string& thrown, const std::string& what) {
+  EXPECT_FALSE(s.ok()) << what;
+  EXPECT_FALSE(static_cast<bool>(s)) << what;
+  EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(posenc::errc::invalid_argument)) << what << ": " << s.message();
+  EXPECT_EQ(s.message(), thrown) << what;
+  EXPECT_FALSE(thrown.empty()) << what;
+}
+
+/// A tensor no call here produces, to see that a rejected call leaves its out-parameter alone.
+template <class T, int Rank>
+tensor<T, Rank> marker() {
+  std::array<Eigen::Index, Rank> dims{};
+  dims.fill(1);
+  tensor<T, Rank> t(dims);
+  t.setConstant(T(42));
+  return t;
+}
+template <class T, int Rank>
+bool is_marker(const tensor<T, Rank>& t) {
+  return t.size() == 1 && as_double(t.data()[0]) == 42.0;
+}
+
+template <class T>
+using ref = T&;
+template <class T>
+using cref = const T&;
+
+static_assert(noexcept(posenc::zeta::rotary_embedding::try_create(8, false, 512, 1, 10000, 1,
+                                                                   std::declval<ref<posenc::zeta::rotary_embedding>>())));
+static_assert(noexcept(std::declval<cref<posenc::zeta::rotary_embedding>>().try_forward(
+    3, std::declval<ref<posenc::zeta::rotary_tables<float>>>())));
+static_assert(noexcept(std::declval<cref<posenc::zeta::rotary_embedding>>().try_make_xpos_plan(
+    std::declval<ref<posenc::xpos_plan>>())));
+static_assert(noexcept(posenc::zeta::try_fixed_pos_embedding(3, 4, std::declval<ref<posenc::zeta::sin_cos<double>>>())));
+static_assert(noexcept(posenc::zeta::try_fixed_pos_embedding(std::declval<cref<tensor<float, 2>>>(),
+                                                             std::declval<ref<posenc::zeta::sin_cos<float>>>())));
+static_assert(noexcept(posenc::zeta::try_rotate_every_two(std::declval<cref<tensor<float, 3>>>(),
+                                                          std::declval<ref<tensor<float, 3>>>())));
+static_assert(noexcept(posenc::zeta::try_duplicate_interleave(std::declval<cref<tensor<float, 2>>>(),
+                                                              std::declval<ref<tensor<float, 2>>>())));
+static_assert(noexcept(posenc::zeta::try_apply_rotary_pos_emb(
+    std::declval<cref<tensor<float, 3>>>(), std::declval<cref<tensor<float, 2>>>(), std::declval<cref<tensor<float, 2>>>(),
+    1.0, std::declval<ref<tensor<float, 3>>>())));
+static_assert(noexcept(posenc::zeta::try_apply_rotary_pos_emb(
+    std::declval<cref<tensor<float, 3>>>(), std::declval<cref<tensor<float, 2>>>(), std::declval<cref<tensor<float, 2>>>(),
+    std::declval<cref<tensor<float, 2>>>(), std::declval<ref<tensor<float, 3>>>())));
+static_assert(noexcept(posenc::zeta::xpos::try_create(8, 512, std::declval<ref<posenc::zeta::xpos>>())));
+static_assert(noexcept(std::declval<cref<posenc::zeta::xpos>>().try_forward(
+    std::declval<cref<tensor<double, 3>>>(), 0, false, std::declval<ref<tensor<double, 3>>>())));
+static_assert(noexcept(posenc::tiny_llm::rope::try_create(8, 20, 10000, false, std::declval<ref<posenc::tiny_llm::rope>>())));
+static_assert(noexcept(std::declval<cref<posenc::tiny_llm::rope>>().try_call(std::declval<cref<tensor<float, 4>>>(),
+                                                                           std::declval<ref<tensor<float, 4>>>())));
+static_assert(noexcept(std::declval<cref<posenc::tiny_llm::rope>>().try_call(
+    std::declval<cref<tensor<float, 4>>>(), posenc::tiny_llm::slice{0, 1}, std::declval<ref<tensor<float, 4>>>())));
+static_assert(noexcept(std::declval<cref<posenc::tiny_llm::rope>>().try_call(
+    std::declval<cref<tensor<float, 4>>>(), std::declval<cref<std::vector<posenc::tiny_llm::slice>>>(),
+    std::declval<ref<tensor<float, 4>>>())));
+
+TEST(CompatNoThrow, ZetaRotaryEmbedding) {
+  using posenc::zeta::rotary_embedding;
+  // Accepted: the same object and tables as the throwing forms.
+  rotary_embedding r;
+  ASSERT_TRUE(rotary_embedding::try_create(8, true, 256, 1.0, 500, 1.5, r).ok());
+  const rotary_embedding t(8, true, 256, 1.0, 500, 1.5);
+  EXPECT_EQ(r.dim(), 8);
+  EXPECT_TRUE(r.use_xpos());
+  EXPECT_EQ(r.plan().inv_freq(), t.plan().inv_freq());
+  posenc::zeta::rotary_tables<double> tab;
+  const posenc::status fs = r.try_forward(7, tab);
+  EXPECT_TRUE(fs.ok());
+  EXPECT_TRUE(fs.message().empty());
+  const auto want = t.forward<double>(7);
+  EXPECT_EQ(to_vec(tab.freqs), to_vec(want.freqs));
+  EXPECT_EQ(to_vec(tab.scale), to_vec(want.scale));
+  posenc::xpos_plan xp;
+  ASSERT_TRUE(r.try_make_xpos_plan(xp).ok());
+  EXPECT_EQ(xp.inv_freq(), t.make_xpos_plan().inv_freq());
+
+  // Rejected constructor arguments: invalid_argument, the constructor's message, `out` unchanged.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct args {
+    index_t dim;
+    bool use_xpos;
+    double scale_base, interpolation_factor, base, base_rescale_factor;
+  };
+  for (const args& a : {args{7, false, 512, 1, 10000, 1}, args{2, false, 512, 1, 10000, 1}, args{8, false, 512, 0.5, 10000, 1},
+                        args{8, false, 512, nan, 10000, 1}, args{8, false, 512, 1, 1, 1}, args{8, false, 512, 1, 10000, 0},
+                        args{8, true, 0, 1, 10000, 1}}) {
+    const std::string msg = thrown_message([&] {
+      rotary_embedding x(a.dim, a.use_xpos, a.scale_base, a.interpolation_factor, a.base, a.base_rescale_factor);
+    });
+    expect_rejected(rotary_embedding::try_create(a.dim, a.use_xpos, a.scale_base, a.interpolation_factor, a.base,
+                                                 a.base_rescale_factor, r),
+                    msg, "rotary_embedding::try_create " + msg);
+    EXPECT_EQ(r.dim(), 8);
+    EXPECT_EQ(r.base(), 500.0);
+    EXPECT_EQ(r.plan().inv_freq(), t.plan().inv_freq());
+  }
+
+  // forward and make_xpos_plan.
+  posenc::zeta::rotary_tables<float> tf{marker<float, 2>(), marker<float, 2>()};
+  expect_rejected(r.try_forward(-1, tf), thrown_message([&] { (void)r.forward(-1); }), "forward(-1)");
+  const index_t huge = std::numeric_limits<index_t>::max() / 4;
+  expect_rejected(r.try_forward(huge, tf), thrown_message([&] { (void)r.forward(huge); }), "forward overflow");
+  EXPECT_TRUE(is_marker(tf.freqs) && is_marker(tf.scale));
+  posenc::xpos_plan kept;
+  const rotary_embedding plain(8), scaled(8, true, 512, 2.0);
+  expect_rejected(plain.try_make_xpos_plan(kept), thrown_message([&] { (void)plain.make_xpos_plan(); }), "no xpos");
+  expect_rejected(scaled.try_make_xpos_plan(kept), thrown_message([&] { (void)scaled.make_xpos_plan(); }),
+                  "interpolation");
+  EXPECT_TRUE(kept.empty());
+  ASSERT_TRUE(plain.try_make_xpos_plan(xp).code() == posenc::errc::invalid_argument);
+  EXPECT_EQ(xp.inv_freq(), t.make_xpos_plan().inv_freq());  // unchanged by the rejected call
+
+  // A default-constructed (empty) embedding is rejected by both forms.
+  const rotary_embedding empty;
+  const std::string empty_msg = thrown_message([&] { (void)empty.forward(3); });
+  EXPECT_NE(empty_msg.find("empty"), std::string::npos) << empty_msg;
+  expect_rejected(empty.try_forward(3, tf), empty_msg, "empty forward");
+  expect_rejected(empty.try_make_xpos_plan(kept), thrown_message([&] { (void)empty.make_xpos_plan(); }),
+                  "empty make_xpos_plan");
+  EXPECT_TRUE(is_marker(tf.freqs));
+}
+
+TEST(CompatNoThrow, TorchscaleHelpers) {
+  using namespace posenc::zeta;
+  // fixed_pos_embedding
+  sin_cos<float> sc{marker<float, 2>(), marker<float, 2>()};
+  ASSERT_TRUE(try_fixed_pos_embedding(5, 3, sc).ok());
+  const auto want = fixed_pos_embedding<float>(5, 3);
+  EXPECT_EQ(to_vec(sc.sin), to_vec(want.sin));
+  EXPECT_EQ(to_vec(sc.cos), to_vec(want.cos));
+  sin_cos<double> sd;
+  ASSERT_TRUE(try_fixed_pos_embedding(tensor<double, 2>(4, 0), sd).ok());
+  EXPECT_EQ(sd.sin.dimension(0), 4);
+  EXPECT_EQ(sd.sin.dimension(1), 0);
+  sin_cos<float> kept{marker<float, 2>(), marker<float, 2>()};
+  const index_t big = std::numeric_limits<index_t>::max();
+  for (const std::array<index_t, 2>& a : {std::array<index_t, 2>{-1, 4}, std::array<index_t, 2>{4, -2},
+                                          std::array<index_t, 2>{4, big}, std::array<index_t, 2>{big / 2, 4}}) {
+    expect_rejected(try_fixed_pos_embedding(a[0], a[1], kept),
+                    thrown_message([&] { (void)fixed_pos_embedding<float>(a[0], a[1]); }), "fixed_pos_embedding");
+    EXPECT_TRUE(is_marker(kept.sin) && is_marker(kept.cos));
+  }
+
+  // rotate_every_two
+  tensor<float, 3> x(1, 2, 4);
+  x.setValues({{{1, 2, 3, 4}, {5, 6, 7, 8}}});
+  tensor<float, 3> y = marker<float, 3>();
+  ASSERT_TRUE(try_rotate_every_two(x, y).ok());
+  EXPECT_EQ(to_vec(y), to_vec(rotate_every_two(x)));
+  tensor<float, 3> in_place = x;
+  ASSERT_TRUE(try_rotate_every_two(in_place, in_place).ok());  // out may be the input
+  EXPECT_EQ(to_vec(in_place), to_vec(y));
+  const tensor<float, 3> odd(1, 2, 5);
+  y = marker<float, 3>();
+  expect_rejected(try_rotate_every_two(odd, y), thrown_message([&] { (void)rotate_every_two(odd); }), "rotate odd");
+  EXPECT_TRUE(is_marker(y));
+
+  // duplicate_interleave: every shape is accepted.
+  tensor<float, 2> m(2, 3);
+  m.setValues({{1, 2, 3}, {4, 5, 6}});
+  tensor<float, 2> dm = marker<float, 2>();
+  ASSERT_TRUE(try_duplicate_interleave(m, dm).ok());
+  EXPECT_EQ(to_vec(dm), to_vec(duplicate_interleave(m)));
+
+  // apply_rotary_pos_emb, both scale forms.
+  const auto tables = fixed_pos_embedding<float>(2, 2);
+  tensor<float, 2> st(2, 2);
+  st.setConstant(1.5f);
+  tensor<float, 3> z = marker<float, 3>();
+  ASSERT_TRUE(try_apply_rotary_pos_emb(x, tables.sin, tables.cos, 1.5, z).ok());
+  EXPECT_EQ(to_vec(z), to_vec(apply_rotary_pos_emb(x, tables.sin, tables.cos, 1.5)));
+  ASSERT_TRUE(try_apply_rotary_pos_emb(x, tables.sin, tables.cos, st, z).ok());
+  EXPECT_EQ(to_vec(z), to_vec(apply_rotary_pos_emb(x, tables.sin, tables.cos, st)));
+  const tensor<float, 2> short_rows(1, 2), wide(2, 4);
+  z = marker<float, 3>();
+  expect_rejected(try_apply_rotary_pos_emb(x, short_rows, tables.cos, 1.0, z),
+                  thrown_message([&] { (void)apply_rotary_pos_emb(x, short_rows, tables.cos); }), "apply sin rows");
+  expect_rejected(try_apply_rotary_pos_emb(x, tables.sin, wide, 1.0, z),
+                  thrown_message([&] { (void)apply_rotary_pos_emb(x, tables.sin, wide); }), "apply cos cols");
+  expect_rejected(try_apply_rotary_pos_emb(odd, tables.sin, tables.cos, 1.0, z),
+                  thrown_message([&] { (void)apply_rotary_pos_emb(odd, tables.sin, tables.cos); }), "apply odd D");
+  expect_rejected(try_apply_rotary_pos_emb(x, tables.sin, tables.cos, short_rows, z),
+                  thrown_message([&] { (void)apply_rotary_pos_emb(x, tables.sin, tables.cos, short_rows); }),
+                  "apply scale shape");
+  expect_rejected(try_apply_rotary_pos_emb(x, tables.sin, short_rows, st, z),
+                  thrown_message([&] { (void)apply_rotary_pos_emb(x, tables.sin, short_rows, st); }),
+                  "apply scale form, cos rows");
+  EXPECT_TRUE(is_marker(z));
+}
+
+TEST(CompatNoThrow, TorchscaleXpos) {
+  using posenc::zeta::xpos;
+  xpos xp;
+  ASSERT_TRUE(xpos::try_create(8, 64, xp).ok());
+  EXPECT_EQ(xp.head_dim(), 8);
+  EXPECT_EQ(xp.scale_base(), 64.0);
+  const xpos ref_xp(8, 64);
+  const tensor<double, 4> x4 = test_input(2, 5, 1, 8, 3);
+  const tensor<double, 3> x = x4.reshape(Eigen::array<Eigen::Index, 3>{2, 5, 8});
+  tensor<double, 3> y = marker<double, 3>();
+  ASSERT_TRUE(xp.try_forward(x, 3, true, y).ok());
+  EXPECT_EQ(to_vec(y), to_vec(ref_xp.forward(x, 3, true)));
+  tensor<double, 3> in_place = x;
+  ASSERT_TRUE(xp.try_forward(in_place, 3, true, in_place).ok());  // out may be the input
+  EXPECT_EQ(to_vec(in_place), to_vec(y));
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  expect_rejected(xpos::try_create(7, 512, xp), thrown_message([] { xpos bad(7); }), "xpos odd");
+  expect_rejected(xpos::try_create(8, nan, xp), thrown_message([&] { xpos bad(8, nan); }), "xpos scale_base");
+  EXPECT_EQ(xp.head_dim(), 8);
+  EXPECT_EQ(xp.scale_base(), 64.0);
+
+  y = marker<double, 3>();
+  const tensor<double, 3> d6(1, 3, 6);
+  expect_rejected(xp.try_forward(d6, 0, false, y), thrown_message([&] { (void)xp.forward(d6); }), "xpos D");
+  expect_rejected(xp.try_forward(x, -1, false, y), thrown_message([&] { (void)xp.forward(x, -1); }), "xpos offset");
+  const index_t big = std::numeric_limits<index_t>::max() - 2;
+  expect_rejected(xp.try_forward(x, big, false, y), thrown_message([&] { (void)xp.forward(x, big); }),
+                  "xpos offset overflow");
+  const xpos empty;
+  expect_rejected(empty.try_forward(x, 0, false, y), thrown_message([&] { (void)empty.forward(x); }), "xpos empty");
+  EXPECT_TRUE(is_marker(y));
+}
+
+TEST(CompatNoThrow, TinyLlmRope) {
+  using posenc::tiny_llm::rope;
+  using posenc::tiny_llm::slice;
+  rope r;
+  ASSERT_TRUE(rope::try_create(8, 20, 10000, true, r).ok());
+  const rope t(8, 20, 10000, true);
+  EXPECT_EQ(r.dims(), 8);
+  EXPECT_EQ(r.seq_len(), 20);
+  EXPECT_TRUE(r.traditional());
+  const tensor<float, 4> x = test_input(2, 5, 3, 8, 4).cast<float>();
+  tensor<float, 4> y = marker<float, 4>();
+  ASSERT_TRUE(r.try_call(x, y).ok());
+  EXPECT_EQ(to_vec(y), to_vec(t(x)));
+  ASSERT_TRUE(r.try_call(x, slice{4, 9}, y).ok());
+  EXPECT_EQ(to_vec(y), to_vec(t(x, slice{4, 9})));
+  const std::vector<slice> two{{2, 7}, {15, 20}};
+  ASSERT_TRUE(r.try_call(x, two, y).ok());
+  EXPECT_EQ(to_vec(y), to_vec(t(x, two)));
+  tensor<float, 4> in_place = x;
+  ASSERT_TRUE(r.try_call(in_place, two, in_place).ok());  // out may be the input
+  EXPECT_EQ(to_vec(in_place), to_vec(y));
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  expect_rejected(rope::try_create(7, 20, 10000, false, r), thrown_message([] { rope bad(7, 20); }), "dims odd");
+  expect_rejected(rope::try_create(8, -1, 10000, false, r), thrown_message([] { rope bad(8, -1); }), "seq_len");
+  expect_rejected(rope::try_create(8, 20, nan, false, r), thrown_message([&] { rope bad(8, 20, nan); }), "base");
+  EXPECT_EQ(r.dims(), 8);
+  EXPECT_EQ(r.seq_len(), 20);
+  EXPECT_TRUE(r.traditional());
+
+  y = marker<float, 4>();
+  const tensor<float, 4> long_x(1, 21, 1, 8), d6(1, 2, 1, 6);
+  expect_rejected(r.try_call(long_x, y), thrown_message([&] { (void)r(long_x); }), "no offset past seq_len");
+  expect_rejected(r.try_call(d6, y), thrown_message([&] { (void)r(d6); }), "head dim");
+  expect_rejected(r.try_call(x, slice{5, 9}, y), thrown_message([&] { (void)r(x, slice{5, 9}); }), "slice length");
+  expect_rejected(r.try_call(x, slice{16, 21}, y), thrown_message([&] { (void)r(x, slice{16, 21}); }), "past seq_len");
+  expect_rejected(r.try_call(x, slice{-1, 4}, y), thrown_message([&] { (void)r(x, slice{-1, 4}); }), "negative start");
+  const std::vector<slice> one{{0, 5}}, bad_len{{0, 5}, {3, 7}}, past{{0, 5}, {18, 23}};
+  expect_rejected(r.try_call(x, one, y), thrown_message([&] { (void)r(x, one); }), "slice count");
+  expect_rejected(r.try_call(x, bad_len, y), thrown_message([&] { (void)r(x, bad_len); }), "one request's length");
+  expect_rejected(r.try_call(x, past, y), thrown_message([&] { (void)r(x, past); }), "one request past seq_len");
+  const rope empty;
+  const std::string empty_msg = thrown_message([&] { (void)empty(x); });
+  EXPECT_NE(empty_msg.find("empty"), std::string::npos) << empty_msg;
+  expect_rejected(empty.try_call(x, y), empty_msg, "empty rope");
+  expect_rejected(empty.try_call(x, slice{0, 5}, y), thrown_message([&] { (void)empty(x, slice{0, 5}); }),
+                  "empty rope, slice");
+  EXPECT_TRUE(is_marker(y));
 }
 
 }  // namespace

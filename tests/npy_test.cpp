@@ -1,14 +1,17 @@
 // npy.hpp: round trips for every dtype and format version, byte equality with numpy's np.save, the typed
-// Eigen helpers, table load/save of the learned modules, the atomic write, and one crafted input per kind of
-// rejected file.
+// Eigen helpers, table load/save of the learned modules, the atomic write, one crafted input per kind of
+// rejected file, and the no-throw try_ forms (same results, same messages, error codes, outputs untouched).
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -60,6 +63,51 @@ bytes_t craft(int major, const std::string& header, const bytes_t& data, bool pa
 
 std::string dict(const std::string& descr, const std::string& shape, const std::string& fortran = "False") {
   return "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
+}
+
+/// The message of the posenc::argument_error `f` throws; a test failure if it throws none.
+template <class F>
+std::string thrown_message(F&& f) {
+  try {
+    f();
+  } catch (const posenc::argument_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no posenc::argument_error";
+  return "";
+}
+
+/// An array no call here produces: what an out-parameter holds before a rejected try_ call, and after it.
+posenc::npy_array sentinel_array() {
+  posenc::npy_array a;
+  a.dtype = "<i8";
+  a.shape = {1};
+  a.data.assign(8, 0xab);
+  return a;
+}
+
+void expect_same(const posenc::npy_array& a, const posenc::npy_array& b, const std::string& what) {
+  EXPECT_EQ(a.dtype, b.dtype) << what;
+  EXPECT_EQ(a.shape, b.shape) << what;
+  EXPECT_EQ(a.data, b.data) << what;
+}
+
+/// `msg` with the temporary file's name made unique per call (".tmp-<address>-<counter>") as ".tmp-*".
+std::string without_tmp_id(std::string msg) {
+  const std::size_t at = msg.find(".tmp-");
+  if (at == std::string::npos) return msg;
+  std::size_t end = at + 5;
+  while (end < msg.size() && (std::isdigit(static_cast<unsigned char>(msg[end])) || msg[end] == '-')) ++end;
+  return msg.replace(at, end - at, ".tmp-*");
+}
+
+/// A rejected try_ call: not ok, `code`, the throwing form's message (a write's temporary name aside).
+void expect_status(const posenc::status& s, posenc::errc code, const std::string& thrown, const std::string& what) {
+  EXPECT_FALSE(s.ok()) << what;
+  EXPECT_FALSE(static_cast<bool>(s)) << what;
+  EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(code)) << what << ": " << s.message();
+  EXPECT_EQ(without_tmp_id(s.message()), without_tmp_id(thrown)) << what;
+  EXPECT_FALSE(thrown.empty()) << what;
 }
 
 // ------------------------------------------------------------------------------------------- round trips
@@ -232,12 +280,15 @@ TEST(Npy, WriteIsAtomic) {
 
 // Each crafted input is rejected by parse_npy and, written to a file, by read_npy, with a message naming the
 // problem.
+// The try_ forms reject it too: invalid_file, the same message, the out-parameter untouched.
 void expect_rejected(const bytes_t& img, const std::string& needle) {
+  std::string parse_msg, read_msg;
   try {
     posenc::parse_npy(img.data(), img.size());
     ADD_FAILURE() << "parse_npy accepted input that should fail with '" << needle << "'";
   } catch (const posenc::argument_error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+    parse_msg = e.what();
+    EXPECT_NE(parse_msg.find(needle), std::string::npos) << "message: " << e.what();
   }
   const std::string p = temp_path("reject.npy");
   write_file(p, img);
@@ -245,8 +296,16 @@ void expect_rejected(const bytes_t& img, const std::string& needle) {
     posenc::read_npy(p);
     ADD_FAILURE() << "read_npy accepted input that should fail with '" << needle << "'";
   } catch (const posenc::argument_error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+    read_msg = e.what();
+    EXPECT_NE(read_msg.find(needle), std::string::npos) << "message: " << e.what();
   }
+  const posenc::npy_array before = sentinel_array();
+  posenc::npy_array out = before;
+  expect_status(posenc::try_parse_npy(img.data(), img.size(), out), posenc::errc::invalid_file, parse_msg,
+                "try_parse_npy '" + needle + "'");
+  expect_same(out, before, "try_parse_npy out");
+  expect_status(posenc::try_read_npy(p, out), posenc::errc::invalid_file, read_msg, "try_read_npy '" + needle + "'");
+  expect_same(out, before, "try_read_npy out");
   std::remove(p.c_str());
 }
 
@@ -320,6 +379,263 @@ TEST(NpyRejects, MissingFile) {
   EXPECT_THROW(posenc::read_npy(temp_path("does_not_exist.npy")), posenc::argument_error);
   EXPECT_THROW(posenc::parse_npy(nullptr, 10), posenc::argument_error);
   EXPECT_THROW(posenc::parse_npy(nullptr, 0), posenc::argument_error);
+}
+
+// --------------------------------------------------------------------------------------------- try_ forms
+
+struct fake_module {
+  std::vector<float> t;
+  posenc::strided_view<float, 2> table() { return posenc::strided_view<float, 2>(t.data(), {2, 3}); }
+  posenc::strided_view<const float, 2> table() const { return posenc::strided_view<const float, 2>(t.data(), {2, 3}); }
+};
+
+using tensor2f = Eigen::Tensor<float, 2, Eigen::RowMajor>;
+using tensor1i = Eigen::Tensor<std::int32_t, 1, Eigen::RowMajor>;
+
+static_assert(noexcept(posenc::try_parse_npy(nullptr, 0, std::declval<posenc::npy_array&>())));
+static_assert(noexcept(posenc::try_read_npy(std::string(), std::declval<posenc::npy_array&>())));
+// Arguments as declval (noexcept): a string built from a literal in the expression could throw itself.
+template <class T>
+using cref = const T&;
+static_assert(noexcept(posenc::try_serialize_npy(std::declval<cref<std::string>>(), std::declval<cref<std::vector<index_t>>>(),
+                                                 nullptr, 0, std::declval<std::vector<unsigned char>&>())));
+static_assert(noexcept(posenc::try_write_npy(std::string(), std::declval<cref<std::string>>(),
+                                             std::declval<cref<std::vector<index_t>>>(), nullptr)));
+static_assert(noexcept(posenc::try_write_npy(std::string(), std::declval<cref<std::string>>(),
+                                             std::declval<cref<std::vector<index_t>>>(), nullptr, 2)));
+static_assert(noexcept(posenc::try_write_npy(std::string(), std::declval<const tensor2f&>(), 0)));
+static_assert(noexcept(posenc::try_npy_to_tensor(std::declval<const posenc::npy_array&>(), std::declval<tensor2f&>())));
+static_assert(noexcept(posenc::try_read_npy_tensor(std::string(), std::declval<tensor1i&>())));
+static_assert(noexcept(posenc::try_load_npy_table(std::string(), std::declval<fake_module&>())));
+static_assert(noexcept(posenc::try_save_npy_table(std::string(), std::declval<const fake_module&>(), 0)));
+static_assert(std::is_same_v<decltype(posenc::try_read_npy(std::string(), std::declval<posenc::npy_array&>())), posenc::status>);
+
+TEST(NpyNoThrow, ParseAndReadMatchTheThrowingForms) {
+  const float v[6] = {0, 1, 2, 3, 4, 5};
+  const bytes_t img = posenc::serialize_npy("<f4", {2, 3}, v);
+  posenc::npy_array a = sentinel_array();
+  const posenc::status s = posenc::try_parse_npy(img.data(), img.size(), a);
+  EXPECT_TRUE(s.ok());
+  EXPECT_TRUE(s.message().empty());
+  expect_same(a, posenc::parse_npy(img.data(), img.size()), "try_parse_npy");
+  EXPECT_EQ(a.shape, (std::vector<index_t>{2, 3}));
+
+  const std::string p = temp_path("try_read.npy");
+  write_file(p, img);
+  posenc::npy_array f = sentinel_array();
+  EXPECT_TRUE(posenc::try_read_npy(p, f).ok());
+  expect_same(f, posenc::read_npy(p), "try_read_npy");
+  std::remove(p.c_str());
+
+  // Null bytes: a bad argument; an empty buffer: a truncated file.
+  const posenc::npy_array before = sentinel_array();
+  posenc::npy_array out = before;
+  expect_status(posenc::try_parse_npy(nullptr, 10, out), posenc::errc::invalid_argument,
+                thrown_message([] { posenc::parse_npy(nullptr, 10); }), "null bytes");
+  EXPECT_EQ(out.dtype, before.dtype);
+  expect_status(posenc::try_parse_npy(nullptr, 0, out), posenc::errc::invalid_file,
+                thrown_message([] { posenc::parse_npy(nullptr, 0); }), "empty buffer");
+  expect_same(out, before, "try_parse_npy(nullptr, 0) out");
+  // A missing file: io_error.
+  const std::string missing = temp_path("try_missing.npy");
+  expect_status(posenc::try_read_npy(missing, out), posenc::errc::io_error,
+                thrown_message([&] { posenc::read_npy(missing); }), "missing file");
+  EXPECT_NE(out.dtype.find("<i8"), std::string::npos);
+  expect_same(out, before, "try_read_npy(missing) out");
+}
+
+TEST(NpyNoThrow, SerializeAndWriteMatchTheThrowingForms) {
+  const float v[3] = {1, 2, 3};
+  const std::vector<unsigned char> marker{1, 2, 3};
+  std::vector<unsigned char> out = marker;
+  EXPECT_TRUE(posenc::try_serialize_npy("<f4", {3}, v, 0, out).ok());
+  EXPECT_EQ(out, posenc::serialize_npy("<f4", {3}, v));
+  EXPECT_TRUE(posenc::try_serialize_npy("<f4", {3}, v, 3, out).ok());
+  EXPECT_EQ(out, posenc::serialize_npy("<f4", {3}, v, 3));
+
+  struct bad_case {
+    std::string dtype;
+    std::vector<index_t> shape;
+    const void* data;
+    int version;
+  };
+  const std::vector<bad_case> bad{{"<c8", {3}, v, 0},
+                                  {"<f4", {-3}, v, 0},
+                                  {"<f4", {3}, nullptr, 0},
+                                  {"<f4", {3}, v, 4},
+                                  {"<f4", std::vector<index_t>(65, 1), v, 0},
+                                  {"<f8", {index_t{1} << 40, index_t{1} << 40}, v, 0}};
+  const std::string p = temp_path("try_write.npy");
+  posenc::write_npy(p, "<f4", {3}, v);
+  const bytes_t first = read_file(p);
+  for (const bad_case& b : bad) {
+    out = marker;
+    const std::string msg = thrown_message([&] { posenc::serialize_npy(b.dtype, b.shape, b.data, b.version); });
+    expect_status(posenc::try_serialize_npy(b.dtype, b.shape, b.data, b.version, out), posenc::errc::invalid_argument,
+                  msg, "try_serialize_npy " + b.dtype);
+    EXPECT_EQ(out, marker);
+    // write_npy carries serialize_npy's message; nothing is written.
+    EXPECT_EQ(thrown_message([&] { posenc::write_npy(p, b.dtype, b.shape, b.data, b.version); }), msg);
+    expect_status(posenc::try_write_npy(p, b.dtype, b.shape, b.data, b.version), posenc::errc::invalid_argument, msg,
+                  "try_write_npy " + b.dtype);
+    EXPECT_EQ(read_file(p), first);
+  }
+
+  // Accepted: the same bytes as write_npy.
+  const float w[2] = {7, 8};
+  EXPECT_TRUE(posenc::try_write_npy(p, "<f4", {2}, w).ok());
+  EXPECT_EQ(read_file(p), posenc::serialize_npy("<f4", {2}, w));
+  const std::string q = temp_path("try_write_q.npy");
+  posenc::write_npy(q, "<f4", {2}, w);
+  EXPECT_EQ(read_file(q), read_file(p));
+  std::remove(q.c_str());
+
+  // A directory that does not exist: io_error (cannot create), nothing created.
+  const std::string missing = temp_path("try_no_such_dir/x.npy");
+  expect_status(posenc::try_write_npy(missing, "<f4", {2}, w), posenc::errc::io_error,
+                thrown_message([&] { posenc::write_npy(missing, "<f4", {2}, w); }), "try_write_npy missing dir");
+  EXPECT_FALSE(file_exists(missing));
+  // A non-empty directory in the way: io_error (cannot rename), the directory kept, no temporary left.
+  const std::string dir = temp_path("try_dir_in_the_way");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::string inside = dir + "/keep";
+  write_file(inside, {1});
+  const std::string rename_msg = thrown_message([&] { posenc::write_npy(dir, "<f4", {2}, w); });
+  EXPECT_NE(rename_msg.find("cannot rename"), std::string::npos) << rename_msg;
+  expect_status(posenc::try_write_npy(dir, "<f4", {2}, w), posenc::errc::io_error, rename_msg, "try_write_npy rename");
+  EXPECT_TRUE(file_exists(inside));
+  std::remove(inside.c_str());
+  ::rmdir(dir.c_str());
+
+  // The tensor overload.
+  tensor2f t(2, 2);
+  t.setValues({{1, 2}, {3, 4}});
+  EXPECT_TRUE(posenc::try_write_npy(p, t).ok());
+  EXPECT_EQ(read_file(p), posenc::serialize_npy("<f4", {2, 2}, t.data()));
+  const bytes_t second = read_file(p);
+  expect_status(posenc::try_write_npy(p, t, 5), posenc::errc::invalid_argument,
+                thrown_message([&] { posenc::write_npy(p, t, 5); }), "try_write_npy tensor version");
+  expect_status(posenc::try_write_npy(missing, t), posenc::errc::io_error,
+                thrown_message([&] { posenc::write_npy(missing, t); }), "try_write_npy tensor missing dir");
+  EXPECT_EQ(read_file(p), second);
+  std::remove(p.c_str());
+}
+
+TEST(NpyNoThrow, TensorConversionsMatchTheThrowingForms) {
+  const double d[4] = {0.5, -1.25, 3, 1e300};
+  const posenc::npy_array f8 = posenc::parse_npy(posenc::serialize_npy("<f8", {2, 2}, d).data(), 128 + 32);
+  tensor2f t(1, 1);
+  t.setConstant(42.0f);
+  EXPECT_TRUE(posenc::try_npy_to_tensor(f8, t).ok());
+  const tensor2f want = posenc::npy_to_tensor<float, 2>(f8);
+  ASSERT_EQ(t.dimension(0), 2);
+  ASSERT_EQ(t.dimension(1), 2);
+  for (index_t i = 0; i < 4; ++i) EXPECT_EQ(t.data()[i], want.data()[i]);
+  EXPECT_TRUE(std::isinf(t(1, 1)));
+  // Explicit template arguments, as the throwing form takes them.
+  Eigen::Tensor<double, 2, Eigen::RowMajor> td;
+  EXPECT_TRUE((posenc::try_npy_to_tensor<double, 2>(f8, td)).ok());
+  EXPECT_EQ(td(0, 1), -1.25);
+
+  const std::int64_t big[2] = {5, std::int64_t{1} << 40};
+  const posenc::npy_array i8 = posenc::parse_npy(posenc::serialize_npy("<i8", {2}, big).data(), 128 + 16);
+  posenc::npy_array short_data = f8;
+  short_data.data.resize(8);
+  tensor1i ti(1);
+  ti.setConstant(-9);
+  tensor2f tf(1, 1);
+  tf.setConstant(42.0f);
+  const auto ti_untouched = [&] { return ti.dimension(0) == 1 && ti(0) == -9; };
+  const auto tf_untouched = [&] { return tf.dimension(0) == 1 && tf.dimension(1) == 1 && tf(0, 0) == 42.0f; };
+  expect_status(posenc::try_npy_to_tensor(i8, ti), posenc::errc::invalid_argument,
+                thrown_message([&] { (void)posenc::npy_to_tensor<std::int32_t, 1>(i8); }), "int32 range");
+  EXPECT_TRUE(ti_untouched());
+  expect_status(posenc::try_npy_to_tensor(f8, ti), posenc::errc::invalid_argument,
+                thrown_message([&] { (void)posenc::npy_to_tensor<std::int32_t, 1>(f8); }), "rank");
+  EXPECT_TRUE(ti_untouched());
+  expect_status(posenc::try_npy_to_tensor(i8, tf), posenc::errc::invalid_argument,
+                thrown_message([&] { (void)posenc::npy_to_tensor<float, 2>(i8); }), "rank 1 into rank 2");
+  posenc::npy_array i8_2d = i8;
+  i8_2d.shape = {1, 2};
+  expect_status(posenc::try_npy_to_tensor(i8_2d, tf), posenc::errc::invalid_argument,
+                thrown_message([&] { (void)posenc::npy_to_tensor<float, 2>(i8_2d); }), "integer into float");
+  expect_status(posenc::try_npy_to_tensor(short_data, tf), posenc::errc::invalid_argument,
+                thrown_message([&] { (void)posenc::npy_to_tensor<float, 2>(short_data); }), "data size");
+  EXPECT_TRUE(tf_untouched());
+
+  // read_npy_tensor: the file's problems are invalid_file (or io_error), with the throwing form's message.
+  const std::string p = temp_path("try_tensor.npy");
+  posenc::write_npy(p, "<f8", {2, 2}, d);
+  EXPECT_TRUE(posenc::try_read_npy_tensor(p, tf).ok());
+  const tensor2f back = posenc::read_npy_tensor<float, 2>(p);
+  for (index_t i = 0; i < 4; ++i) EXPECT_EQ(tf.data()[i], back.data()[i]);
+  tf.resize(1, 1);
+  tf.setConstant(42.0f);
+  expect_status(posenc::try_read_npy_tensor(p, ti), posenc::errc::invalid_file,
+                thrown_message([&] { (void)posenc::read_npy_tensor<std::int32_t, 1>(p); }), "read_npy_tensor rank");
+  EXPECT_TRUE(ti_untouched());
+  posenc::write_npy(p, "<i8", {2}, big);
+  expect_status(posenc::try_read_npy_tensor(p, ti), posenc::errc::invalid_file,
+                thrown_message([&] { (void)posenc::read_npy_tensor<std::int32_t, 1>(p); }), "read_npy_tensor range");
+  EXPECT_TRUE(ti_untouched());
+  write_file(p, craft(1, dict(">f4", "(2, 3)"), k_data24));
+  expect_status(posenc::try_read_npy_tensor(p, tf), posenc::errc::invalid_file,
+                thrown_message([&] { (void)posenc::read_npy_tensor<float, 2>(p); }), "read_npy_tensor big-endian");
+  std::remove(p.c_str());
+  expect_status(posenc::try_read_npy_tensor(p, tf), posenc::errc::io_error,
+                thrown_message([&] { (void)posenc::read_npy_tensor<float, 2>(p); }), "read_npy_tensor missing");
+  EXPECT_TRUE(tf_untouched());
+}
+
+TEST(NpyNoThrow, TableLoadSaveMatchTheThrowingForms) {
+  fake_module a{{1, 2, 3, 4, 5, 6}};
+  fake_module b{{0, 0, 0, 0, 0, 0}};
+  const std::string p = temp_path("try_table.npy");
+  EXPECT_TRUE(posenc::try_save_npy_table(p, a).ok());
+  const bytes_t saved = read_file(p);
+  posenc::save_npy_table(p, a);
+  EXPECT_EQ(read_file(p), saved);
+  EXPECT_TRUE(posenc::try_load_npy_table(p, b).ok());
+  EXPECT_EQ(b.t, a.t);
+
+  const std::vector<float> before{9, 9, 9, 9, 9, 9};
+  fake_module c{before};
+  // Another shape, an integer dtype: invalid_file; a missing file: io_error. The table is unchanged.
+  const float v6[6] = {1, 2, 3, 4, 5, 6};
+  posenc::write_npy(p, "<f4", {3, 2}, v6);
+  expect_status(posenc::try_load_npy_table(p, c), posenc::errc::invalid_file,
+                thrown_message([&] { posenc::load_npy_table(p, c); }), "table shape");
+  const std::int32_t i6[6] = {1, 2, 3, 4, 5, 6};
+  posenc::write_npy(p, "<i4", {2, 3}, i6);
+  expect_status(posenc::try_load_npy_table(p, c), posenc::errc::invalid_file,
+                thrown_message([&] { posenc::load_npy_table(p, c); }), "table dtype");
+  write_file(p, craft(1, dict("<f4", "(2, 3)", "True"), k_data24));
+  expect_status(posenc::try_load_npy_table(p, c), posenc::errc::invalid_file,
+                thrown_message([&] { posenc::load_npy_table(p, c); }), "table Fortran order");
+  std::remove(p.c_str());
+  expect_status(posenc::try_load_npy_table(p, c), posenc::errc::io_error,
+                thrown_message([&] { posenc::load_npy_table(p, c); }), "table missing");
+  EXPECT_EQ(c.t, before);
+
+  // Saving: a bad version is invalid_argument, a missing directory io_error; nothing is written.
+  const std::string missing = temp_path("try_no_such_dir/t.npy");
+  expect_status(posenc::try_save_npy_table(missing, a), posenc::errc::io_error,
+                thrown_message([&] { posenc::save_npy_table(missing, a); }), "save missing dir");
+  expect_status(posenc::try_save_npy_table(p, a, 9), posenc::errc::invalid_argument,
+                thrown_message([&] { posenc::save_npy_table(p, a, 9); }), "save version");
+  EXPECT_FALSE(file_exists(p));
+  EXPECT_FALSE(file_exists(missing));
+
+  // A learned module, as the throwing test above uses.
+  posenc::learned_config cfg;
+  cfg.max_positions = 4;
+  cfg.dim = 3;
+  posenc::learned_position_embedding<> m(cfg), n(cfg);
+  m.init_normal(5);
+  EXPECT_TRUE(posenc::try_save_npy_table(p, m).ok());
+  EXPECT_TRUE(posenc::try_load_npy_table(p, n).ok());
+  for (index_t i = 0; i < m.table().size(); ++i) EXPECT_EQ(m.table().data()[i], n.table().data()[i]);
+  std::remove(p.c_str());
 }
 
 }  // namespace
