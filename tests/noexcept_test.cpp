@@ -82,7 +82,7 @@ int main() {
   REJECTED(posenc::try_apply_rope(plan, posenc::strided_view<float, 4>(x.data(), {2, 3, 2, 15}), posenc::positions::offset(0)),
            "posenc::apply_rope: x head dim (extent 3)=15");
   CHECK(x == y);
-#if defined(__FLT16_MAX__)
+#if POSENC_HAS_FLOAT16
   std::vector<_Float16> f16(x.size());  // a built-in f16 storage type where the compiler has it
   CHECK(posenc::try_apply_rope(plan, posenc::strided_view<const float, 4>(x0.data(), {2, 3, 2, 16}),
                                posenc::strided_view<_Float16, 4>(f16.data(), {2, 3, 2, 16}), posenc::positions::offset(5))

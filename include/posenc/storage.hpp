@@ -46,7 +46,14 @@ template <>
 struct storage_traits<double> {
   static constexpr storage_format format = storage_format::f64;
 };
-#if defined(__FLT16_MAX__) && !defined(__CUDACC__)
+// _Float16 in C++: Clang, GCC 13+, and GCC 12 on x86 (GCC 12 defines __FLT16_MAX__ on AArch64 for C only).
+#if defined(__FLT16_MAX__) && !defined(__CUDACC__) && \
+    (defined(__clang__) || (defined(__GNUC__) && (__GNUC__ >= 13 || defined(__x86_64__) || defined(__i386__))))
+#define POSENC_HAS_FLOAT16 1
+#else
+#define POSENC_HAS_FLOAT16 0
+#endif
+#if POSENC_HAS_FLOAT16
 template <>
 struct storage_traits<_Float16> {
   static constexpr storage_format format = storage_format::f16;
