@@ -42,11 +42,6 @@ posenc::alibi_config config_of(const golden_case& c) {
 }
 
 template <class T>
-bool same_bits(T a, T b) {
-  return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
-
-template <class T>
 std::vector<T> random_storage(std::size_t n, unsigned seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> u(-4.0, 4.0);
@@ -545,29 +540,6 @@ TEST(AlibiErrors, ShapesAndPositionsAreRejectedBeforeWriting) {
 }
 
 // ------------------------------------------------------------------------------------------- try_ forms
-
-/// `try_call` fails with invalid_argument and exactly the message `throw_call` throws (which contains `part`).
-template <class TryCall, class ThrowCall>
-void expect_same_failure(TryCall&& try_call, ThrowCall&& throw_call, const std::string& part, const std::string& what) {
-  const posenc::status s = try_call();
-  EXPECT_FALSE(s.ok()) << what;
-  EXPECT_FALSE(static_cast<bool>(s)) << what;
-  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
-  EXPECT_NE(s.message().find(part), std::string::npos) << what << ": \"" << s.message() << "\" lacks \"" << part << "\"";
-  std::string thrown = "(no exception)";
-  try {
-    throw_call();
-  } catch (const posenc::argument_error& e) {
-    thrown = e.what();
-  }
-  EXPECT_EQ(s.message(), thrown) << what;
-}
-
-void expect_ok(const posenc::status& s, const std::string& what) {
-  EXPECT_TRUE(s.ok()) << what << ": " << s.message();
-  EXPECT_EQ(s.code(), posenc::errc::ok) << what;
-  EXPECT_TRUE(s.message().empty()) << what;
-}
 
 template <class T>
 void expect_same_bits(const std::vector<T>& a, const std::vector<T>& b, const std::string& what) {

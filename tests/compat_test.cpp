@@ -502,27 +502,6 @@ TEST(CompatErrors, EachRejectedArgumentThrowsArgumentError) {
 
 // ------------------------------------------------------------------------------------------- try_ forms
 
-/// The message of the posenc::argument_error `f` throws; a test failure if it throws none.
-template <class F>
-std::string thrown_message(F&& f) {
-  try {
-    f();
-  } catch (const posenc::argument_error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no posenc::argument_error";
-  return "";
-}
-
-/// A rejected try_ call: not ok, invalid_argument, the throwing form's message.
-void expect_rejected(const posenc::status& s, const std::string& thrown, const std::string& what) {
-  EXPECT_FALSE(s.ok()) << what;
-  EXPECT_FALSE(static_cast<bool>(s)) << what;
-  EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(posenc::errc::invalid_argument)) << what << ": " << s.message();
-  EXPECT_EQ(s.message(), thrown) << what;
-  EXPECT_FALSE(thrown.empty()) << what;
-}
-
 /// A tensor no call here produces, to see that a rejected call leaves its out-parameter alone.
 template <class T, int Rank>
 tensor<T, Rank> marker() {
@@ -606,7 +585,7 @@ TEST(CompatNoThrow, ZetaRotaryEmbedding) {
     const std::string msg = thrown_message([&] {
       rotary_embedding x(a.dim, a.use_xpos, a.scale_base, a.interpolation_factor, a.base, a.base_rescale_factor);
     });
-    expect_rejected(rotary_embedding::try_create(a.dim, a.use_xpos, a.scale_base, a.interpolation_factor, a.base,
+    expect_rejection(rotary_embedding::try_create(a.dim, a.use_xpos, a.scale_base, a.interpolation_factor, a.base,
                                                  a.base_rescale_factor, r),
                     msg, "rotary_embedding::try_create " + msg);
     EXPECT_EQ(r.dim(), 8);
@@ -616,14 +595,14 @@ TEST(CompatNoThrow, ZetaRotaryEmbedding) {
 
   // forward and make_xpos_plan.
   posenc::zeta::rotary_tables<float> tf{marker<float, 2>(), marker<float, 2>()};
-  expect_rejected(r.try_forward(-1, tf), thrown_message([&] { (void)r.forward(-1); }), "forward(-1)");
+  expect_rejection(r.try_forward(-1, tf), thrown_message([&] { (void)r.forward(-1); }), "forward(-1)");
   const index_t huge = std::numeric_limits<index_t>::max() / 4;
-  expect_rejected(r.try_forward(huge, tf), thrown_message([&] { (void)r.forward(huge); }), "forward overflow");
+  expect_rejection(r.try_forward(huge, tf), thrown_message([&] { (void)r.forward(huge); }), "forward overflow");
   EXPECT_TRUE(is_marker(tf.freqs) && is_marker(tf.scale));
   posenc::xpos_plan kept;
   const rotary_embedding plain(8), scaled(8, true, 512, 2.0);
-  expect_rejected(plain.try_make_xpos_plan(kept), thrown_message([&] { (void)plain.make_xpos_plan(); }), "no xpos");
-  expect_rejected(scaled.try_make_xpos_plan(kept), thrown_message([&] { (void)scaled.make_xpos_plan(); }),
+  expect_rejection(plain.try_make_xpos_plan(kept), thrown_message([&] { (void)plain.make_xpos_plan(); }), "no xpos");
+  expect_rejection(scaled.try_make_xpos_plan(kept), thrown_message([&] { (void)scaled.make_xpos_plan(); }),
                   "interpolation");
   EXPECT_TRUE(kept.empty());
   ASSERT_TRUE(plain.try_make_xpos_plan(xp).code() == posenc::errc::invalid_argument);
@@ -633,8 +612,8 @@ TEST(CompatNoThrow, ZetaRotaryEmbedding) {
   const rotary_embedding empty;
   const std::string empty_msg = thrown_message([&] { (void)empty.forward(3); });
   EXPECT_NE(empty_msg.find("empty"), std::string::npos) << empty_msg;
-  expect_rejected(empty.try_forward(3, tf), empty_msg, "empty forward");
-  expect_rejected(empty.try_make_xpos_plan(kept), thrown_message([&] { (void)empty.make_xpos_plan(); }),
+  expect_rejection(empty.try_forward(3, tf), empty_msg, "empty forward");
+  expect_rejection(empty.try_make_xpos_plan(kept), thrown_message([&] { (void)empty.make_xpos_plan(); }),
                   "empty make_xpos_plan");
   EXPECT_TRUE(is_marker(tf.freqs));
 }
@@ -655,7 +634,7 @@ TEST(CompatNoThrow, TorchscaleHelpers) {
   const index_t big = std::numeric_limits<index_t>::max();
   for (const std::array<index_t, 2>& a : {std::array<index_t, 2>{-1, 4}, std::array<index_t, 2>{4, -2},
                                           std::array<index_t, 2>{4, big}, std::array<index_t, 2>{big / 2, 4}}) {
-    expect_rejected(try_fixed_pos_embedding(a[0], a[1], kept),
+    expect_rejection(try_fixed_pos_embedding(a[0], a[1], kept),
                     thrown_message([&] { (void)fixed_pos_embedding<float>(a[0], a[1]); }), "fixed_pos_embedding");
     EXPECT_TRUE(is_marker(kept.sin) && is_marker(kept.cos));
   }
@@ -671,7 +650,7 @@ TEST(CompatNoThrow, TorchscaleHelpers) {
   EXPECT_EQ(to_vec(in_place), to_vec(y));
   const tensor<float, 3> odd(1, 2, 5);
   y = marker<float, 3>();
-  expect_rejected(try_rotate_every_two(odd, y), thrown_message([&] { (void)rotate_every_two(odd); }), "rotate odd");
+  expect_rejection(try_rotate_every_two(odd, y), thrown_message([&] { (void)rotate_every_two(odd); }), "rotate odd");
   EXPECT_TRUE(is_marker(y));
 
   // duplicate_interleave: every shape is accepted.
@@ -692,16 +671,16 @@ TEST(CompatNoThrow, TorchscaleHelpers) {
   EXPECT_EQ(to_vec(z), to_vec(apply_rotary_pos_emb(x, tables.sin, tables.cos, st)));
   const tensor<float, 2> short_rows(1, 2), wide(2, 4);
   z = marker<float, 3>();
-  expect_rejected(try_apply_rotary_pos_emb(x, short_rows, tables.cos, 1.0, z),
+  expect_rejection(try_apply_rotary_pos_emb(x, short_rows, tables.cos, 1.0, z),
                   thrown_message([&] { (void)apply_rotary_pos_emb(x, short_rows, tables.cos); }), "apply sin rows");
-  expect_rejected(try_apply_rotary_pos_emb(x, tables.sin, wide, 1.0, z),
+  expect_rejection(try_apply_rotary_pos_emb(x, tables.sin, wide, 1.0, z),
                   thrown_message([&] { (void)apply_rotary_pos_emb(x, tables.sin, wide); }), "apply cos cols");
-  expect_rejected(try_apply_rotary_pos_emb(odd, tables.sin, tables.cos, 1.0, z),
+  expect_rejection(try_apply_rotary_pos_emb(odd, tables.sin, tables.cos, 1.0, z),
                   thrown_message([&] { (void)apply_rotary_pos_emb(odd, tables.sin, tables.cos); }), "apply odd D");
-  expect_rejected(try_apply_rotary_pos_emb(x, tables.sin, tables.cos, short_rows, z),
+  expect_rejection(try_apply_rotary_pos_emb(x, tables.sin, tables.cos, short_rows, z),
                   thrown_message([&] { (void)apply_rotary_pos_emb(x, tables.sin, tables.cos, short_rows); }),
                   "apply scale shape");
-  expect_rejected(try_apply_rotary_pos_emb(x, tables.sin, short_rows, st, z),
+  expect_rejection(try_apply_rotary_pos_emb(x, tables.sin, short_rows, st, z),
                   thrown_message([&] { (void)apply_rotary_pos_emb(x, tables.sin, short_rows, st); }),
                   "apply scale form, cos rows");
   EXPECT_TRUE(is_marker(z));
@@ -724,20 +703,20 @@ TEST(CompatNoThrow, TorchscaleXpos) {
   EXPECT_EQ(to_vec(in_place), to_vec(y));
 
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  expect_rejected(xpos::try_create(7, 512, xp), thrown_message([] { xpos bad(7); }), "xpos odd");
-  expect_rejected(xpos::try_create(8, nan, xp), thrown_message([&] { xpos bad(8, nan); }), "xpos scale_base");
+  expect_rejection(xpos::try_create(7, 512, xp), thrown_message([] { xpos bad(7); }), "xpos odd");
+  expect_rejection(xpos::try_create(8, nan, xp), thrown_message([&] { xpos bad(8, nan); }), "xpos scale_base");
   EXPECT_EQ(xp.head_dim(), 8);
   EXPECT_EQ(xp.scale_base(), 64.0);
 
   y = marker<double, 3>();
   const tensor<double, 3> d6(1, 3, 6);
-  expect_rejected(xp.try_forward(d6, 0, false, y), thrown_message([&] { (void)xp.forward(d6); }), "xpos D");
-  expect_rejected(xp.try_forward(x, -1, false, y), thrown_message([&] { (void)xp.forward(x, -1); }), "xpos offset");
+  expect_rejection(xp.try_forward(d6, 0, false, y), thrown_message([&] { (void)xp.forward(d6); }), "xpos D");
+  expect_rejection(xp.try_forward(x, -1, false, y), thrown_message([&] { (void)xp.forward(x, -1); }), "xpos offset");
   const index_t big = std::numeric_limits<index_t>::max() - 2;
-  expect_rejected(xp.try_forward(x, big, false, y), thrown_message([&] { (void)xp.forward(x, big); }),
+  expect_rejection(xp.try_forward(x, big, false, y), thrown_message([&] { (void)xp.forward(x, big); }),
                   "xpos offset overflow");
   const xpos empty;
-  expect_rejected(empty.try_forward(x, 0, false, y), thrown_message([&] { (void)empty.forward(x); }), "xpos empty");
+  expect_rejection(empty.try_forward(x, 0, false, y), thrown_message([&] { (void)empty.forward(x); }), "xpos empty");
   EXPECT_TRUE(is_marker(y));
 }
 
@@ -764,29 +743,29 @@ TEST(CompatNoThrow, TinyLlmRope) {
   EXPECT_EQ(to_vec(in_place), to_vec(y));
 
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  expect_rejected(rope::try_create(7, 20, 10000, false, r), thrown_message([] { rope bad(7, 20); }), "dims odd");
-  expect_rejected(rope::try_create(8, -1, 10000, false, r), thrown_message([] { rope bad(8, -1); }), "seq_len");
-  expect_rejected(rope::try_create(8, 20, nan, false, r), thrown_message([&] { rope bad(8, 20, nan); }), "base");
+  expect_rejection(rope::try_create(7, 20, 10000, false, r), thrown_message([] { rope bad(7, 20); }), "dims odd");
+  expect_rejection(rope::try_create(8, -1, 10000, false, r), thrown_message([] { rope bad(8, -1); }), "seq_len");
+  expect_rejection(rope::try_create(8, 20, nan, false, r), thrown_message([&] { rope bad(8, 20, nan); }), "base");
   EXPECT_EQ(r.dims(), 8);
   EXPECT_EQ(r.seq_len(), 20);
   EXPECT_TRUE(r.traditional());
 
   y = marker<float, 4>();
   const tensor<float, 4> long_x(1, 21, 1, 8), d6(1, 2, 1, 6);
-  expect_rejected(r.try_call(long_x, y), thrown_message([&] { (void)r(long_x); }), "no offset past seq_len");
-  expect_rejected(r.try_call(d6, y), thrown_message([&] { (void)r(d6); }), "head dim");
-  expect_rejected(r.try_call(x, slice{5, 9}, y), thrown_message([&] { (void)r(x, slice{5, 9}); }), "slice length");
-  expect_rejected(r.try_call(x, slice{16, 21}, y), thrown_message([&] { (void)r(x, slice{16, 21}); }), "past seq_len");
-  expect_rejected(r.try_call(x, slice{-1, 4}, y), thrown_message([&] { (void)r(x, slice{-1, 4}); }), "negative start");
+  expect_rejection(r.try_call(long_x, y), thrown_message([&] { (void)r(long_x); }), "no offset past seq_len");
+  expect_rejection(r.try_call(d6, y), thrown_message([&] { (void)r(d6); }), "head dim");
+  expect_rejection(r.try_call(x, slice{5, 9}, y), thrown_message([&] { (void)r(x, slice{5, 9}); }), "slice length");
+  expect_rejection(r.try_call(x, slice{16, 21}, y), thrown_message([&] { (void)r(x, slice{16, 21}); }), "past seq_len");
+  expect_rejection(r.try_call(x, slice{-1, 4}, y), thrown_message([&] { (void)r(x, slice{-1, 4}); }), "negative start");
   const std::vector<slice> one{{0, 5}}, bad_len{{0, 5}, {3, 7}}, past{{0, 5}, {18, 23}};
-  expect_rejected(r.try_call(x, one, y), thrown_message([&] { (void)r(x, one); }), "slice count");
-  expect_rejected(r.try_call(x, bad_len, y), thrown_message([&] { (void)r(x, bad_len); }), "one request's length");
-  expect_rejected(r.try_call(x, past, y), thrown_message([&] { (void)r(x, past); }), "one request past seq_len");
+  expect_rejection(r.try_call(x, one, y), thrown_message([&] { (void)r(x, one); }), "slice count");
+  expect_rejection(r.try_call(x, bad_len, y), thrown_message([&] { (void)r(x, bad_len); }), "one request's length");
+  expect_rejection(r.try_call(x, past, y), thrown_message([&] { (void)r(x, past); }), "one request past seq_len");
   const rope empty;
   const std::string empty_msg = thrown_message([&] { (void)empty(x); });
   EXPECT_NE(empty_msg.find("empty"), std::string::npos) << empty_msg;
-  expect_rejected(empty.try_call(x, y), empty_msg, "empty rope");
-  expect_rejected(empty.try_call(x, slice{0, 5}, y), thrown_message([&] { (void)empty(x, slice{0, 5}); }),
+  expect_rejection(empty.try_call(x, y), empty_msg, "empty rope");
+  expect_rejection(empty.try_call(x, slice{0, 5}, y), thrown_message([&] { (void)empty(x, slice{0, 5}); }),
                   "empty rope, slice");
   EXPECT_TRUE(is_marker(y));
 }

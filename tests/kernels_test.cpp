@@ -49,10 +49,6 @@ double half_ulp(double v) {
   return std::ldexp(0.5, e - digits<T>());
 }
 template <class T>
-bool same_bits(T a, T b) {
-  return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
-template <class T>
 const char* tname() {
   return dtype_info<T>::name;
 }

@@ -149,36 +149,6 @@ TEST(Mrope, RejectsBadInput) {
 
 namespace {
 
-constexpr const char* kNoThrow = "(no exception)";
-
-/// The message of the argument_error that `f` throws.
-template <class F>
-std::string thrown_message(F&& f) {
-  try {
-    f();
-  } catch (const posenc::argument_error& e) {
-    return e.what();
-  }
-  return kNoThrow;
-}
-
-/// `s` is the throwing form's rejection: invalid_argument with exactly its message.
-void expect_rejection(const posenc::status& s, const std::string& thrown, const std::string& what) {
-  EXPECT_NE(thrown, kNoThrow) << what << ": the throwing form accepted it";
-  EXPECT_FALSE(s.ok()) << what;
-  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
-  EXPECT_EQ(s.message(), thrown) << what;
-}
-
-void expect_ok(const posenc::status& s, const std::string& what) {
-  EXPECT_TRUE(s.ok()) << what << ": " << s.message();
-  EXPECT_TRUE(s.message().empty()) << what;
-}
-
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
 
 bool same_plan(const posenc::rope_plan& a, const posenc::rope_plan& b) {
   return a.head_dim() == b.head_dim() && a.style() == b.style() && a.rotary_offset() == b.rotary_offset() &&

@@ -241,11 +241,6 @@ TEST(T5, RejectsBadInputWritingNothing) {
 
 // ------------------------------------------------------------------------------------------ add_t5_bias
 
-template <class T>
-bool same_bits(T a, T b) {
-  return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
-
 /// Scores uniform in [-4, 4), rounded to T.
 template <class T>
 std::vector<T> random_scores(std::size_t n, unsigned seed) {
@@ -449,23 +444,6 @@ TEST(T5AddBiasViews, RankThreeAndEigenTensors) {
 }
 
 // ------------------------------------------------------------------------------ errors and the try_ forms
-
-/// `try_call` fails with invalid_argument and the message `throw_call` throws (which contains `part`).
-template <class TryCall, class ThrowCall>
-void expect_same_failure(TryCall&& try_call, ThrowCall&& throw_call, const std::string& part, const std::string& what) {
-  const posenc::status s = try_call();
-  EXPECT_FALSE(s.ok()) << what;
-  EXPECT_FALSE(static_cast<bool>(s)) << what;
-  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
-  EXPECT_NE(s.message().find(part), std::string::npos) << what << ": \"" << s.message() << "\" lacks \"" << part << "\"";
-  std::string thrown = "(no exception)";
-  try {
-    throw_call();
-  } catch (const posenc::argument_error& e) {
-    thrown = e.what();
-  }
-  EXPECT_EQ(s.message(), thrown) << what;
-}
 
 TEST(T5AddBiasErrors, StatusMessageAndNothingWritten) {
   constexpr index_t n = 2, h = 3, lq = 2, lk = 5;

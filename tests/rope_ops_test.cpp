@@ -272,38 +272,6 @@ TEST(ApplyRopeEmpty, StillValidatesPositions) {
 
 namespace {
 
-constexpr const char* kNoThrow = "(no exception)";
-
-/// The message of the argument_error that `f` throws.
-template <class F>
-std::string thrown_message(F&& f) {
-  try {
-    f();
-  } catch (const posenc::argument_error& e) {
-    return e.what();
-  }
-  return kNoThrow;
-}
-
-/// `s` is the throwing form's rejection: invalid_argument with exactly its message.
-void expect_rejection(const posenc::status& s, const std::string& thrown, const std::string& what) {
-  EXPECT_NE(thrown, kNoThrow) << what << ": the throwing form accepted it";
-  EXPECT_FALSE(s.ok()) << what;
-  EXPECT_FALSE(static_cast<bool>(s)) << what;
-  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
-  EXPECT_EQ(s.message(), thrown) << what;
-}
-
-void expect_ok(const posenc::status& s, const std::string& what) {
-  EXPECT_TRUE(s.ok()) << what << ": " << s.message();
-  EXPECT_EQ(s.code(), posenc::errc::ok) << what;
-  EXPECT_TRUE(s.message().empty()) << what;
-}
-
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
 
 posenc::rope_plan plan_of(index_t head_dim, posenc::rope_style style = posenc::rope_style::half_split, index_t rotary_dim = 0) {
   posenc::rope_config cfg;

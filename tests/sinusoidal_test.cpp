@@ -399,44 +399,12 @@ TEST(SinusoidalEmbedding, NarrowDtypesAndRejects) {
 
 // ------------------------------------------------------------------------------------------ try_ forms
 
-// The message of the argument_error that `f` throws ("" and a failure when it throws nothing).
-template <class F>
-std::string thrown_message(F&& f) {
-  try {
-    f();
-  } catch (const posenc::argument_error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no argument_error";
-  return {};
-}
-
-// A rejected try_ call: invalid_argument with exactly the message of the throwing form.
-void expect_failed_like(const posenc::status& s, const std::string& thrown, const std::string& what) {
-  EXPECT_FALSE(s.ok()) << what;
-  EXPECT_FALSE(static_cast<bool>(s)) << what;
-  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
-  EXPECT_EQ(s.message(), thrown) << what;
-  EXPECT_FALSE(thrown.empty()) << what;
-}
-
-void expect_ok(const posenc::status& s, const std::string& what) {
-  EXPECT_TRUE(s.ok()) << what << ": " << s.message();
-  EXPECT_EQ(s.code(), posenc::errc::ok) << what;
-  EXPECT_TRUE(s.message().empty()) << what;
-}
-
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
 TEST(SinusoidalTry, Frequencies) {
   const posenc::sinusoidal_config bad{3};
   std::vector<double> w = {1.5, 2.5};
   const auto w0 = w;
   static_assert(noexcept(posenc::try_sinusoidal_frequencies(bad, w)), "try_ forms are noexcept");
-  expect_failed_like(posenc::try_sinusoidal_frequencies(bad, w), thrown_message([&] { posenc::sinusoidal_frequencies(bad); }),
+  expect_rejection(posenc::try_sinusoidal_frequencies(bad, w), thrown_message([&] { posenc::sinusoidal_frequencies(bad); }),
                      "odd dim");
   EXPECT_EQ(posenc::try_sinusoidal_frequencies(bad, w).message(), "posenc::sinusoidal_frequencies: dim=3 must be even and > 0");
   EXPECT_TRUE(same_bits(w, w0));
@@ -472,7 +440,7 @@ TEST(SinusoidalTry, Table) {
       {"offset overflow", v, {8}, std::numeric_limits<index_t>::max() - 2},
   };
   for (const auto& b : bad) {
-    expect_failed_like(posenc::try_sinusoidal_table(b.out, b.cfg, b.offset),
+    expect_rejection(posenc::try_sinusoidal_table(b.out, b.cfg, b.offset),
                        thrown_message([&] { posenc::sinusoidal_table(b.out, b.cfg, b.offset); }), b.what);
     EXPECT_TRUE(same_bits(t, t0)) << b.what;
   }
@@ -518,7 +486,7 @@ TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
       {"negative id", {8}, posenc::positions::per_token(ids, 2, 3)},
   };
   for (const auto& b : bad) {
-    expect_failed_like(posenc::try_add_sinusoidal(v, b.cfg, b.pos), thrown_message([&] { posenc::add_sinusoidal(v, b.cfg, b.pos); }),
+    expect_rejection(posenc::try_add_sinusoidal(v, b.cfg, b.pos), thrown_message([&] { posenc::add_sinusoidal(v, b.cfg, b.pos); }),
                        b.what);
     EXPECT_TRUE(same_bits(x, x0)) << b.what;
   }
@@ -533,14 +501,14 @@ TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
   const posenc::strided_view<float, 3> out(y.data(), {2, 3, 8});
   const posenc::strided_view<float, 3> short_out(y.data(), {2, 2, 8});
   const posenc::strided_view<float, 3> overlap(x.data() + 4, {1, 2, 8});
-  expect_failed_like(posenc::try_add_sinusoidal(in, short_out, {8}, p0),
+  expect_rejection(posenc::try_add_sinusoidal(in, short_out, {8}, p0),
                      thrown_message([&] { posenc::add_sinusoidal(in, short_out, {8}, p0); }), "shape mismatch");
   EXPECT_EQ(posenc::try_add_sinusoidal(in, short_out, {8}, p0).message(),
             "posenc::add_sinusoidal: out shape (2, 2, 8) does not match in shape (2, 3, 8)");
   const posenc::strided_view<const float, 3> in12(x.data(), {1, 2, 8});
-  expect_failed_like(posenc::try_add_sinusoidal(in12, overlap, {8}, p0),
+  expect_rejection(posenc::try_add_sinusoidal(in12, overlap, {8}, p0),
                      thrown_message([&] { posenc::add_sinusoidal(in12, overlap, {8}, p0); }), "overlap");
-  expect_failed_like(posenc::try_add_sinusoidal(in, out, {6}, p0), thrown_message([&] { posenc::add_sinusoidal(in, out, {6}, p0); }),
+  expect_rejection(posenc::try_add_sinusoidal(in, out, {6}, p0), thrown_message([&] { posenc::add_sinusoidal(in, out, {6}, p0); }),
                      "out of place dim");
   EXPECT_TRUE(same_bits(y, y0));
   EXPECT_TRUE(same_bits(x, x0));
@@ -588,12 +556,12 @@ TEST(SinusoidalTry, MakePaddedPositions) {
       {"overflow", tok, 1, 4, std::numeric_limits<index_t>::max() - 1, 0},
   };
   for (const auto& b : bad) {
-    expect_failed_like(posenc::try_make_padded_positions(b.tokens, b.batch, b.length, b.padding_idx, out, b.past),
+    expect_rejection(posenc::try_make_padded_positions(b.tokens, b.batch, b.length, b.padding_idx, out, b.past),
                        thrown_message([&] { posenc::make_padded_positions(b.tokens, b.batch, b.length, b.padding_idx, out, b.past); }),
                        b.what);
     for (std::int64_t o : out) EXPECT_EQ(o, -5) << b.what;
   }
-  expect_failed_like(posenc::try_make_padded_positions(tok32, 1, 4, 1, nullptr),
+  expect_rejection(posenc::try_make_padded_positions(tok32, 1, 4, 1, nullptr),
                      thrown_message([&] { posenc::make_padded_positions(tok32, 1, 4, 1, nullptr); }), "null out (int32)");
   EXPECT_EQ(posenc::try_make_padded_positions(tok, 1, 4, 1, out, -3).message(),
             "posenc::make_padded_positions: past_length=-3 must be >= 0");
@@ -627,14 +595,14 @@ TEST(SinusoidalTry, EmbeddingCreate) {
       {"size overflows", {8}, std::numeric_limits<index_t>::max() / 2, 0.0},
   };
   for (const auto& b : bad) {
-    expect_failed_like(posenc::sinusoidal_embedding<>::try_create(b.cfg, b.max_len, b.dropout, pe),
+    expect_rejection(posenc::sinusoidal_embedding<>::try_create(b.cfg, b.max_len, b.dropout, pe),
                        thrown_message([&] { posenc::sinusoidal_embedding<>(b.cfg, b.max_len, b.dropout); }), b.what);
     ASSERT_EQ(pe.max_len(), 3) << b.what;  // unchanged
     ASSERT_EQ(pe.config().dim, 4) << b.what;
     EXPECT_EQ(pe.dropout(), 0.0) << b.what;
     EXPECT_TRUE(same_bits(std::vector<float>(pe.table().data(), pe.table().data() + 12), t0)) << b.what;
   }
-  expect_failed_like(posenc::sinusoidal_embedding<>::try_create({8}, -1, pe),
+  expect_rejection(posenc::sinusoidal_embedding<>::try_create({8}, -1, pe),
                      thrown_message([&] { posenc::sinusoidal_embedding<>({8}, -1); }), "no dropout overload");
   EXPECT_EQ(posenc::sinusoidal_embedding<>::try_create({8}, 10, 1.5, pe).message(),
             "posenc::sinusoidal_embedding: dropout=1.5 must be in [0, 1]");
@@ -665,11 +633,11 @@ TEST(SinusoidalTry, EmbeddingForward) {
   static_assert(noexcept(pe.try_forward(v, true, rng)), "try_ forms are noexcept");
   const posenc::strided_view<float, 3> wrong_dim(x.data(), {2, 4, 6});
   const posenc::positions past = posenc::positions::offset(8);  // 8 + 2 >= 10
-  expect_failed_like(pe.try_forward(wrong_dim), thrown_message([&] { pe.forward(wrong_dim); }), "D mismatch");
-  expect_failed_like(pe.try_forward(v, past), thrown_message([&] { pe.forward(v, past); }), "past max_len");
+  expect_rejection(pe.try_forward(wrong_dim), thrown_message([&] { pe.forward(wrong_dim); }), "D mismatch");
+  expect_rejection(pe.try_forward(v, past), thrown_message([&] { pe.forward(v, past); }), "past max_len");
   EXPECT_EQ(pe.try_forward(v, past).message(), "posenc::sinusoidal_embedding::forward: position 10 is past the table of max_len=10");
-  expect_failed_like(pe.try_forward(v, true, rng, past), thrown_message([&] { pe.forward(v, true, rng, past); }), "train past");
-  expect_failed_like(pe.try_forward(v, true, rng, posenc::positions::offset(-1)),
+  expect_rejection(pe.try_forward(v, true, rng, past), thrown_message([&] { pe.forward(v, true, rng, past); }), "train past");
+  expect_rejection(pe.try_forward(v, true, rng, posenc::positions::offset(-1)),
                      thrown_message([&] { pe.forward(v, true, rng, posenc::positions::offset(-1)); }), "train negative");
   EXPECT_TRUE(same_bits(x, x0));
   std::mt19937_64 fresh(11);

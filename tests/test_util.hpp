@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
@@ -255,5 +256,54 @@ double expect_close(const std::vector<T>& got, const golden_array& expected, con
   }
   return max_err;
 }
+
+// ---- the no-throw API: a try_ form against its throwing form --------------------------------------------------
+
+/// The message of the posenc::argument_error that `f` throws; a test failure, and "(no exception)", if none.
+template <class F>
+std::string thrown_message(F&& f) {
+  try {
+    f();
+  } catch (const posenc::argument_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no posenc::argument_error";
+  return "(no exception)";
+}
+
+/// `s` is the throwing form's rejection: invalid_argument with exactly its message `thrown`.
+inline void expect_rejection(const posenc::status& s, const std::string& thrown, const std::string& what) {
+  EXPECT_FALSE(s.ok()) << what;
+  EXPECT_FALSE(static_cast<bool>(s)) << what;
+  EXPECT_EQ(s.code(), posenc::errc::invalid_argument) << what;
+  EXPECT_EQ(s.message(), thrown) << what;
+  EXPECT_FALSE(thrown.empty()) << what;
+}
+
+/// The try_ call and the throwing call reject alike: invalid_argument, a message containing `part`, the same
+/// message as the exception.
+template <class TryCall, class ThrowCall>
+void expect_same_failure(TryCall&& try_call, ThrowCall&& throw_call, const std::string& part, const std::string& what) {
+  const posenc::status s = try_call();
+  EXPECT_NE(s.message().find(part), std::string::npos) << what << ": \"" << s.message() << "\" lacks \"" << part << "\"";
+  expect_rejection(s, thrown_message(throw_call), what);
+}
+
+inline void expect_ok(const posenc::status& s, const std::string& what) {
+  EXPECT_TRUE(s.ok()) << what << ": " << s.message();
+  EXPECT_EQ(s.code(), posenc::errc::ok) << what;
+  EXPECT_TRUE(s.message().empty()) << what;
+}
+
+/// Bit equality (NaN payloads, signed zeros, 16-bit types), of values and of whole vectors.
+template <class T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
 
 }  // namespace posenc_test
