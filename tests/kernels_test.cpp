@@ -245,7 +245,7 @@ void rope_case(std::mt19937_64& g, int idx) {
   EXPECT_TRUE(x.padding_intact()) << what;
   if (!in_place) {
     EXPECT_TRUE(y.padding_intact()) << what;
-    EXPECT_TRUE(x.buf == x0 || std::equal(x.buf.begin(), x.buf.end(), x0.begin(), same_bits<In>)) << what << ": input changed";
+    EXPECT_TRUE(x.buf == x0 || std::equal(x.buf.begin(), x.buf.end(), x0.begin(), [](In a, In b) { return same_bits(a, b); })) << what << ": input changed";
   }
 }
 
