@@ -637,4 +637,15 @@ TEST(RopeParams, RejectsWithStatusAndLeavesOutUnchanged) {
   }
 }
 
+TEST(RopeParams, HugeMropeSectionsAreRejectedWithoutOverflow) {
+  // Found by the GGUF fuzzer: two sections whose int64 sum overflows.
+  posenc::rope_params p;
+  p.head_dim = 16;
+  p.mrope_section = {3345165479976147656, 7815496250147959040, 0};
+  posenc::rope_config cfg;
+  const posenc::status s = posenc::try_rope_config_from_params(p, cfg);
+  EXPECT_EQ(s.code(), posenc::errc::invalid_argument);
+  EXPECT_NE(s.message().find("must be 3 sections summing to rotary_dim/2=8"), std::string::npos) << s.message();
+}
+
 }  // namespace

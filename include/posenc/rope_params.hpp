@@ -298,7 +298,8 @@ inline status rope_params_to_config(const rope_params& p, const rope_param_names
     bool negative = false;
     for (index_t v : p.mrope_section) {
       negative = negative || v < 0;
-      sum += v;
+      // Capped past pairs: a file's sections can be anything, and their int64 sum would overflow.
+      if (v >= 0 && sum <= pairs) sum += v > pairs ? pairs + 1 : v;
     }
     if (negative || p.mrope_section.size() != 3 || sum != pairs)
       return fail(n.mrope_section, "=", format_sections(p.mrope_section),
