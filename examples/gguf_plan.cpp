@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   posenc::status s = posenc::try_read_gguf_rope(path, info);
   if (s.ok()) s = posenc::try_make_rope_plan(info.config, seq_len, plan);
   if (!s.ok()) {
-    std::fprintf(stderr, "gguf_plan: %s\n", s.message().c_str());
+    std::fprintf(stderr, "gguf_plan: %s\n", s.c_str());
     return 1;
   }
   const posenc::rope_config& cfg = info.config;

@@ -93,7 +93,7 @@ int main() {
                                                             posenc::positions::per_sequence(pos.data(), N),
                                                             posenc::kv_slots::paged(slot.data(), N, 1));
     if (!st) {
-      std::fprintf(stderr, "paged_decode: %s\n", st.message().c_str());
+      std::fprintf(stderr, "paged_decode: %s\n", st.c_str());
       return 1;
     }
     for (index_t i = 0; i < N; ++i) ++len[static_cast<std::size_t>(live[static_cast<std::size_t>(i)])];

@@ -12,12 +12,14 @@ prefix=${1:-build/tests}
 for cxx in clang++ g++; do
   build="$prefix-$cxx"
   # clang builds the emulated binary, g++ the benchmarks (built, not run: they are not tests).
-  emulation=OFF bench=ON
-  [ "$cxx" = clang++ ] && emulation=ON bench=OFF
+  # clang also builds posenc_tests against the separately compiled kernels (posenc::separate), g++ header-only.
+  emulation=OFF bench=ON separate=OFF
+  [ "$cxx" = clang++ ] && emulation=ON bench=OFF separate=ON
   echo "== $cxx: $build"
   start=$SECONDS
   CXX=$cxx cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON -DPOSENC_BUILD_TESTS=ON \
-    -DPOSENC_BUILD_EXAMPLES=ON -DPOSENC_TEST_EMULATION=$emulation -DPOSENC_BUILD_BENCHMARKS=$bench
+    -DPOSENC_BUILD_EXAMPLES=ON -DPOSENC_TEST_EMULATION=$emulation -DPOSENC_BUILD_BENCHMARKS=$bench \
+    -DPOSENC_TEST_SEPARATE_COMPILATION=$separate
   cmake --build "$build" -j "$(nproc)"
   ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
   echo "== $cxx: $((SECONDS - start)) s"

@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -39,7 +40,7 @@ std::vector<unsigned char> file_bytes(const std::string& name) {
 
 float to_f32(double v) { return static_cast<float>(v); }
 
-void expect_contains(const std::string& msg, std::initializer_list<std::string> parts) {
+void expect_contains(std::string_view msg, std::initializer_list<std::string> parts) {
   for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "\"" << p << "\" not in: " << msg;
 }
 

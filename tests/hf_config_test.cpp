@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -49,7 +50,7 @@ std::string error_of(const std::function<void()>& f) {
   return {};
 }
 
-void expect_contains(const std::string& msg, std::initializer_list<const char*> parts) {
+void expect_contains(std::string_view msg, std::initializer_list<const char*> parts) {
   for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "\"" << p << "\" not in: " << msg;
 }
 

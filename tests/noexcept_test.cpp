@@ -48,7 +48,7 @@ void check(bool ok, const char* what, int line) {
 void rejected(const posenc::status& s, const char* prefix, int line) {
   check(!s.ok() && s.code() == posenc::errc::invalid_argument, "status is invalid_argument", line);
   check(s.message().rfind(prefix, 0) == 0, (std::string("message starts with: ") + prefix).c_str(), line);
-  if (s.message().rfind(prefix, 0) != 0) std::printf("  got: %s\n", s.message().c_str());
+  if (s.message().rfind(prefix, 0) != 0) std::printf("  got: %s\n", s.c_str());
 }
 #define REJECTED(expr, prefix) rejected((expr), (prefix), __LINE__)
 

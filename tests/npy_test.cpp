@@ -106,7 +106,7 @@ void expect_status(const posenc::status& s, posenc::errc code, const std::string
   EXPECT_FALSE(s.ok()) << what;
   EXPECT_FALSE(static_cast<bool>(s)) << what;
   EXPECT_EQ(static_cast<int>(s.code()), static_cast<int>(code)) << what << ": " << s.message();
-  EXPECT_EQ(without_tmp_id(s.message()), without_tmp_id(thrown)) << what;
+  EXPECT_EQ(without_tmp_id(std::string(s.message())), without_tmp_id(thrown)) << what;
   EXPECT_FALSE(thrown.empty()) << what;
 }
 

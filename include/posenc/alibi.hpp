@@ -16,10 +16,10 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/alibi_slopes.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/status.hpp"
@@ -266,7 +266,7 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  Dispatch::call([&](auto k) { alibi_rows(k, std::false_type{}, v4, slopes, pos, symmetric, causal); });
+  detail::run_alibi_rows<Dispatch>(std::false_type{}, v4, slopes, pos, symmetric, causal);
   return {};
 }
 template <class X, class Dispatch = detail::default_dispatch>
@@ -313,7 +313,7 @@ status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& 
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  Dispatch::call([&](auto k) { alibi_rows(k, std::true_type{}, v, slopes, query_pos, symmetric, causal); });
+  detail::run_alibi_rows<Dispatch>(std::true_type{}, v, slopes, query_pos, symmetric, causal);
   return {};
 }
 template <class X, class Dispatch = detail::default_dispatch>
@@ -377,7 +377,7 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
   const detail::alibi_view_slopes<E> view_slopes{s2};
   const bool symmetric = form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  Dispatch::call([&](auto k) { alibi_rows(k, std::true_type{}, v, view_slopes, query_pos, symmetric, causal); });
+  detail::run_alibi_rows<Dispatch>(std::true_type{}, v, view_slopes, query_pos, symmetric, causal);
   return {};
 }
 template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>,

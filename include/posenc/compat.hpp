@@ -33,7 +33,7 @@
 #include "posenc/detail/math/rotate.hpp"
 #include "posenc/detail/math/scaling.hpp"
 #include "posenc/detail/math/xpos_scale.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/error.hpp"
 #include "posenc/positions.hpp"

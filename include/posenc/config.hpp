@@ -10,6 +10,23 @@
 #define POSENC_ABI_NAMESPACE v0_static
 #endif
 
+// Separate compilation (opt-in, POSENC_SEPARATE_COMPILATION defined in every translation unit of the program,
+// and posenc/src.hpp included in exactly one): the headers declare the kernels and the throwing path instead of
+// defining them, so an includer compiles no SIMD code and no <stdexcept>; src.hpp compiles them once, for every
+// storage type. Its own ABI namespace keeps header-only and separately compiled translation units apart.
+#if defined(POSENC_SEPARATE_COMPILATION) && !defined(POSENC_ABI_NAMESPACE)
+#if defined(POSENC_STATIC_DISPATCH)
+#define POSENC_ABI_NAMESPACE v0_static_sep
+#else
+#define POSENC_ABI_NAMESPACE v0_sep
+#endif
+#endif
+#if defined(POSENC_SEPARATE_COMPILATION)
+#define POSENC_DECL
+#else
+#define POSENC_DECL inline
+#endif
+
 #include "posenc/version.hpp"
 
 #define POSENC_BEGIN_NAMESPACE \

@@ -16,7 +16,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
@@ -166,7 +166,7 @@ void run_append(const F& freq, rope_io<KIn, KOut> k, rope_io<VIn, VOut> v, const
   k.map = map;
   v.map = map;
   run_rope<Dispatch>(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
-  Dispatch::call([&](auto t) { copy_tokens(t, v); });
+  run_copy_tokens<Dispatch>(v);
 }
 
 }  // namespace detail

@@ -17,10 +17,10 @@
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/additive.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/random.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/status.hpp"
@@ -370,7 +370,7 @@ class learned_position_embedding {
       const C* table = table_.data();
       const index_t row_offset = cfg_.position_offset;
       const double scale = cfg_.scale;
-      Dispatch::call([&](auto k) { table_rows(k, table, dim, row_offset, scale, pos, t); });
+      detail::run_table_rows<Dispatch>(table, dim, row_offset, scale, pos, t);
       return {};
     }
     const double ks = drop.keep_scale;

@@ -14,10 +14,10 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/rope.hpp"
 #include "posenc/rope_scaling.hpp"

@@ -103,10 +103,8 @@ void run_quantized(const F* freq, const strided_view<const In, 4>& in, const pos
             for (index_t e = 0; e < d; ++e) scratch[h * d + e] = simd::load_as<float>(tok(0, 0, h, e));
         }
         float* sc = q.dynamic() ? &scales(o0, o1, h0) : nullptr;
-        Dispatch::call([&](auto t) {
-          quantize_rows(t, q.format, q.scales, q.scale_stride, h0, hn, scratch, d, &out(o0, o1, h0, 0), out.stride(2),
-                        out.stride(3), sc, q.dynamic() ? scales.stride(2) : 0);
-        });
+        run_quantize_rows<Dispatch>(q.format, q.scales, q.scale_stride, h0, hn, scratch, d, &out(o0, o1, h0, 0),
+                                    out.stride(2), out.stride(3), sc, q.dynamic() ? scales.stride(2) : 0);
       }
     }
 }

@@ -18,11 +18,11 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/random.hpp"
 #include "posenc/detail/math/t5_bucket.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/status.hpp"
@@ -351,7 +351,7 @@ class t5_relative_bias {
     const detail::t5_runs runs{first_.data(), static_cast<std::int64_t>(first_.size()) - 1, cfg_.bidirectional};
     const C* table = table_.data();
     const index_t heads = heads_;
-    Dispatch::call([&](auto k) { t5_rows(k, mode, table, heads, runs, pos, out); });
+    detail::run_t5_rows<Dispatch>(mode, table, heads, runs, pos, out);
   }
 
   t5_bucket_config cfg_;

@@ -15,9 +15,9 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/rope_scaling.hpp"
@@ -85,7 +85,7 @@ class rope_cache {
       const detail::angle_src src{plan_.inv_freq().data(), plan_.magnitude(), detail::max_abs(plan_.inv_freq())};
       C* c = cos_.data();
       C* s = sin_.data();
-      Dispatch::call([&](auto t) { rope_cache_fill(t, src, max_positions, pairs, c, s); });
+      detail::rope_cache_fill_entry<Dispatch>(src, max_positions, pairs, c, s);
       return {};
     });
   }
@@ -276,7 +276,7 @@ template <class Dispatch, class Source, class Pos, class In, class Out, std::siz
 void run_rotation(const Source& src, const Pos& pos, const rope_geom& g, double sign,
                   const std::array<rope_io<In, Out>, K>& targets) {
   const std::array<int, K> variant = variants_of<K>(0);
-  Dispatch::call([&](auto t) { rope_rows(t, src, pos, g.style, g.offset, g.pairs, sign, targets, variant); });
+  run_rope_rows<Dispatch>(src, pos, g.style, g.offset, g.pairs, sign, targets, variant);
 }
 
 template <class Dispatch, class In, class Out, std::size_t K>

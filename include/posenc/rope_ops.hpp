@@ -14,9 +14,9 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/rope.hpp"
 #include "posenc/rope_scaling.hpp"
@@ -165,7 +165,7 @@ status try_convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rota
   POSENC_TRY(detail::check_window(fn, t.in.extent(3), rotary_dim, rotary_offset));
   if (detail::spans_overlap(t.in, t.out)) return detail::fail(fn, "out overlaps in (conversion is out of place)");
   if (t.in.empty()) return {};
-  Dispatch::call([&](auto k) { convert_layout(k, t.in, t.out, rotary_dim, rotary_offset, from, to); });
+  detail::run_convert_layout<Dispatch>(t.in, t.out, rotary_dim, rotary_offset, from, to);
   return {};
 }
 template <class X, class Y, class Dispatch = detail::default_dispatch>

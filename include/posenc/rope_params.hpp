@@ -312,7 +312,7 @@ inline status rope_params_to_config(const rope_params& p, const rope_param_names
 
   if (status checked = check_rope_plan(cfg); !checked) {
     if (n.context.empty()) return checked;
-    return status(checked.code(), format_message(function, n.context, checked.message()));
+    return make_status(checked.code(), function, n.context, checked.message());
   }
   out = std::move(cfg);
   if (canonical_type != nullptr) *canonical_type = type;

@@ -18,10 +18,10 @@
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/additive.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/sinusoid.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/status.hpp"
@@ -77,7 +77,7 @@ status add_sinusoidal_entry(const char* fn, const sinusoidal_config& cfg, const 
   POSENC_TRY(validate_positions(fn, pos, t.in.extent(0), t.in.extent(1), max_pos));
   if (max_pos < 0) return {};
   const sinusoid_params sp = sinusoid_params_of(cfg);
-  Dispatch::call([&](auto k) { sinusoid_rows(k, sp, pos, t.in, t.out); });
+  run_sinusoid_rows<Dispatch>(sp, pos, t.in, t.out);
   return {};
 }
 
@@ -152,7 +152,7 @@ status try_sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t off
   POSENC_TRY(detail::validate_positions(fn, pos, 1, vo.extent(0), max_pos));
   if (max_pos < 0) return {};
   const detail::sinusoid_params sp = detail::sinusoid_params_of(cfg);
-  Dispatch::call([&](auto k) { sinusoid_rows(k, sp, pos, strided_view<const T, 3>(), o3); });
+  detail::run_sinusoid_rows<Dispatch>(sp, pos, strided_view<const T, 3>(), o3);
   return {};
 }
 template <class Out, class Dispatch = detail::default_dispatch>
@@ -381,7 +381,7 @@ class sinusoidal_embedding {
     }
     const C* table = table_.data();
     const index_t dim = cfg_.dim;
-    Dispatch::call([&](auto k) { table_rows(k, table, dim, 0, 1.0, pos, t); });
+    detail::run_table_rows<Dispatch>(table, dim, 0, 1.0, pos, t);
     return {};
   }
 

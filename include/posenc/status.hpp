@@ -3,10 +3,14 @@
 // The no-throw error channel. Every public apply/build function has a `try_` form that is noexcept and returns
 // a posenc::status; the throwing function is a thin wrapper that throws argument_error with the same message.
 // A build with -fno-exceptions calls the try_ forms and never aborts on user input.
+//
+// The message is held in a malloc'd buffer rather than a std::string: <string> alone preprocesses to ~22k
+// lines, and every header that can fail includes this one.
 #pragma once
 
-#include <string>
-#include <utility>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
 
 #include "posenc/config.hpp"
 
@@ -23,29 +27,94 @@ enum class errc : int {
 
 /// The result of a `try_` function: ok, or a code and the message the throwing form would carry, e.g.
 /// `posenc::apply_rope: x head dim (extent 3)=130 does not match the plan's head_dim=128`. An ok status holds
-/// an empty string, so the success path allocates nothing.
+/// no message, so the success path allocates nothing. If the message itself cannot be allocated, the code is
+/// kept and the message says so.
 ///
 /// **Example**
 /// ```
 /// if (posenc::status s = posenc::try_apply_rope(plan, q, pos); !s) {
-///   log_error(s.message());   // nothing was written to q
+///   log_error(s.c_str());   // nothing was written to q
 ///   return;
 /// }
 /// ```
 class [[nodiscard]] status {
  public:
   status() noexcept = default;
-  status(errc code, std::string message) noexcept : code_(code), message_(std::move(message)) {}
+  status(errc code, std::string_view message) noexcept : code_(code) { assign(message); }
+  status(const status& o) noexcept : code_(o.code_) { assign(o.message()); }
+  status(status&& o) noexcept : code_(o.code_), msg_(o.msg_), len_(o.len_) {
+    o.code_ = errc::ok;
+    o.msg_ = nullptr;
+    o.len_ = 0;
+  }
+  status& operator=(const status& o) noexcept {
+    if (this != &o) {
+      release();
+      code_ = o.code_;
+      assign(o.message());
+    }
+    return *this;
+  }
+  status& operator=(status&& o) noexcept {
+    if (this != &o) {
+      release();
+      code_ = o.code_;
+      msg_ = o.msg_;
+      len_ = o.len_;
+      o.code_ = errc::ok;
+      o.msg_ = nullptr;
+      o.len_ = 0;
+    }
+    return *this;
+  }
+  ~status() { release(); }
 
   bool ok() const noexcept { return code_ == errc::ok; }
   explicit operator bool() const noexcept { return ok(); }
   errc code() const noexcept { return code_; }
   /// Empty when ok.
-  const std::string& message() const noexcept { return message_; }
+  std::string_view message() const noexcept { return msg_ ? std::string_view(msg_, len_) : std::string_view(); }
+  /// The message, null-terminated ("" when ok).
+  const char* c_str() const noexcept { return msg_ ? msg_ : ""; }
+
+  /// Takes a buffer from std::malloc holding `len` characters and a terminating null (detail::message_builder).
+  static status adopt(errc code, char* buf, std::size_t len) noexcept {
+    status s;
+    s.code_ = code;
+    if (buf == nullptr) {
+      s.assign(no_memory);
+    } else {
+      s.msg_ = buf;
+      s.len_ = len;
+    }
+    return s;
+  }
 
  private:
+  static constexpr const char* no_memory = "posenc: out of memory while formatting an error message";
+
+  void assign(std::string_view m) noexcept {
+    if (code_ == errc::ok) return;
+    char* p = static_cast<char*>(std::malloc(m.size() + 1));
+    if (p == nullptr) {
+      m = no_memory;
+      p = static_cast<char*>(std::malloc(m.size() + 1));
+      if (p == nullptr) return;  // message() is then empty; the code still tells what happened
+    }
+    if (!m.empty()) std::memcpy(p, m.data(), m.size());
+    p[m.size()] = '\0';
+    msg_ = p;
+    len_ = m.size();
+  }
+  void release() noexcept {
+    std::free(msg_);
+    msg_ = nullptr;
+    len_ = 0;
+  }
+
   errc code_ = errc::ok;
-  std::string message_;
+  char* msg_ = nullptr;
+  std::size_t len_ = 0;
 };
 
 POSENC_END_NAMESPACE

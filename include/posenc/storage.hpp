@@ -68,6 +68,28 @@ struct storage_traits<decltype(0.0bf16)> {
 
 namespace detail {
 
+/// posenc's own 16-bit storage types, to which every f16 / bf16 type is mapped before the kernels (one
+/// instantiation per format, detail/kernels/entries.hpp). Bytes, so that their copies may alias whatever type
+/// the caller's memory holds; the kernels only copy them or load them with vector instructions.
+struct f16_storage {
+  unsigned char b[2];
+};
+struct bf16_storage {
+  unsigned char b[2];
+};
+
+}  // namespace detail
+template <>
+struct storage_traits<detail::f16_storage> {
+  static constexpr storage_format format = storage_format::f16;
+};
+template <>
+struct storage_traits<detail::bf16_storage> {
+  static constexpr storage_format format = storage_format::bf16;
+};
+
+namespace detail {
+
 template <class T>
 inline constexpr storage_format format_of_v = storage_traits<std::remove_cv_t<T>>::format;
 

@@ -14,7 +14,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
-#include "posenc/detail/kernels/kernels.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/math/xpos_scale.hpp"
@@ -133,9 +133,7 @@ status xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, i
     src.need[static_cast<std::size_t>(variant[k])] = true;
   }
   // Double arithmetic (rope_acc_t): the scale may leave float's range where the scaled value does not.
-  Dispatch::call([&](auto t) {
-    rope_rows(t, src, pos, plan.config().style, 0, plan.pairs(), direction, targets, variant);
-  });
+  run_rope_rows<Dispatch>(src, pos, plan.config().style, 0, plan.pairs(), direction, targets, variant);
   return {};
 }
 

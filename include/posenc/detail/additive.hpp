@@ -17,7 +17,7 @@
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/random.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"

@@ -1,8 +1,10 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 // IWYU pragma: private
 //
-// The kernels of every target this translation unit compiles (detail/simd/targets.hpp), and the dispatcher
-// that calls the one posenc/dispatch.hpp picks. The kernel sources (detail/kernels/*-inl.hpp) are included
+// The kernels of every target this translation unit compiles (detail/simd/targets.hpp), the dispatcher that
+// calls the one posenc/dispatch.hpp picks, and the definitions of the kernel entries (detail/kernels/
+// entries.hpp) that the public headers call: included by entries.hpp in header-only builds, by posenc/src.hpp
+// under POSENC_SEPARATE_COMPILATION. The kernel sources (detail/kernels/*-inl.hpp) are included
 // once per target, each time inside the target's region and in a namespace naming it (Highway's
 // foreach_target.h): written once, compiled per instruction set, never sharing a symbol across targets.
 #pragma once
@@ -16,6 +18,7 @@
 #include <type_traits>
 
 #include "posenc/config.hpp"
+#include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/math/alibi_slopes.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
@@ -79,11 +82,6 @@ POSENC_END_TARGET
 POSENC_BEGIN_NAMESPACE
 namespace detail {
 
-/// The targets compiled here, as a bit set: part of the dispatcher's type, so that translation units with
-/// different baselines (and so different target sets) never share a dispatching instantiation.
-inline constexpr int compiled_targets = (POSENC_TARGET_SCALAR ? 1 : 0) | (POSENC_TARGET_AVX2 ? 2 : 0) |
-                                        (POSENC_TARGET_AVX512 ? 4 : 0) | (POSENC_TARGET_NEON ? 8 : 0);
-
 /// Run-time dispatch: `call(f)` runs f(n_X::target{}) for the active ISA (posenc::active_isa()), or for the
 /// widest compiled target below it; when the active ISA is below everything compiled here (a cap under
 /// the includer's own baseline), the lowest compiled one. The active ISA is one relaxed atomic load, and the
@@ -132,13 +130,51 @@ struct static_dispatch {
   }
 };
 
-/// The dispatcher of this translation unit: the last template parameter of every public function that runs a
-/// kernel, defaulted to this, so the instantiation's mangled name records how it dispatches.
-#if defined(POSENC_STATIC_DISPATCH)
-using default_dispatch = static_dispatch<compiled_targets>;
-#else
-using default_dispatch = dynamic_dispatch<compiled_targets>;
-#endif
+// ---- the kernel entries (declared in entries.hpp) ---------------------------------------------------------------
+
+template <class Dispatch, class Source, class Pos, class In, class Out, std::size_t K>
+void rope_rows_entry(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
+                     const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
+  Dispatch::call([&](auto t) { rope_rows(t, src, pos, style, offset, pairs, sign, io, variant); });
+}
+template <class Dispatch, class In, class Out>
+void copy_tokens_entry(const rope_io<In, Out>& t) {
+  Dispatch::call([&](auto k) { copy_tokens(k, t); });
+}
+template <class Dispatch, class C>
+void rope_cache_fill_entry(const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin) {
+  Dispatch::call([&](auto t) { rope_cache_fill(t, src, positions, pairs, cos, sin); });
+}
+template <class Dispatch, class Code>
+void quantize_rows_entry(quant_format fmt, const float* scales, index_t scale_stride, index_t h0, index_t hn,
+                         const float* x, index_t d, Code* out, index_t ho, index_t so, float* scale_out, index_t sso) {
+  Dispatch::call([&](auto t) { quantize_rows(t, fmt, scales, scale_stride, h0, hn, x, d, out, ho, so, scale_out, sso); });
+}
+template <class Dispatch, bool Add, class T, class Slopes>
+void alibi_rows_entry(const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos, bool symmetric,
+                      bool causal) {
+  Dispatch::call([&](auto k) { alibi_rows(k, std::bool_constant<Add>{}, out, slopes, pos, symmetric, causal); });
+}
+template <class Dispatch, class T>
+void sinusoid_rows_entry(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
+                         const strided_view<T, 3>& out) {
+  Dispatch::call([&](auto k) { sinusoid_rows(k, sp, pos, in, out); });
+}
+template <class Dispatch, class T, class C>
+void table_rows_entry(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
+                      const add_target<T>& t) {
+  Dispatch::call([&](auto k) { table_rows(k, table, dim, row_offset, scale, pos, t); });
+}
+template <class Dispatch, bool Add, class T, class C>
+void t5_rows_entry(const C* table, index_t heads, const t5_runs& runs, const positions& pos,
+                   const strided_view<T, 4>& out) {
+  Dispatch::call([&](auto k) { t5_rows(k, std::bool_constant<Add>{}, table, heads, runs, pos, out); });
+}
+template <class Dispatch, class T>
+void convert_layout_entry(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
+                          index_t offset, rope_style from, rope_style to) {
+  Dispatch::call([&](auto k) { convert_layout(k, in, out, rotary_dim, offset, from, to); });
+}
 
 }  // namespace detail
 POSENC_END_NAMESPACE

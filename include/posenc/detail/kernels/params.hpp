@@ -14,7 +14,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/math/alibi_slopes.hpp"
-#include "posenc/detail/simd/vec.hpp"
+#include "posenc/detail/simd/base.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/rope_scaling.hpp"
 #include "posenc/tensor_view.hpp"

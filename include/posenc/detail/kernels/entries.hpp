@@ -1,0 +1,196 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+// IWYU pragma: private
+//
+// The kernel boundary: the one function per kernel that the public headers call, declared here without any
+// SIMD code. Each entry takes the dispatcher (detail/kernels/kernels.hpp) as its first template argument and
+// storage types already mapped to posenc's canonical ones (float, double, f16_storage, bf16_storage), so that
+// every f16 type an engine passes (Eigen::half, ggml's uint16_t, _Float16) runs one instantiation.
+//
+// Header-only (the default): kernels.hpp, included at the end, defines the entries and the includer compiles
+// the kernels it calls. POSENC_SEPARATE_COMPILATION: the includer sees only these declarations; posenc/src.hpp,
+// compiled once, defines and explicitly instantiates every entry for every canonical type (Asio's
+// ASIO_SEPARATE_COMPILATION, spdlog's SPDLOG_COMPILED_LIB).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "posenc/config.hpp"
+#include "posenc/detail/kernels/params.hpp"
+#include "posenc/detail/math/quant.hpp"
+#include "posenc/detail/simd/targets.hpp"
+#include "posenc/positions.hpp"
+#include "posenc/rope_scaling.hpp"
+#include "posenc/storage.hpp"
+#include "posenc/tensor_view.hpp"
+
+POSENC_BEGIN_NAMESPACE
+namespace detail {
+
+// ---- dispatchers (defined in kernels.hpp) -----------------------------------------------------------------------
+
+/// The targets compiled here, as a bit set: part of the dispatcher's type, so that translation units with
+/// different baselines (and so different target sets) never share a dispatching instantiation.
+inline constexpr int compiled_targets = (POSENC_TARGET_SCALAR ? 1 : 0) | (POSENC_TARGET_AVX2 ? 2 : 0) |
+                                        (POSENC_TARGET_AVX512 ? 4 : 0) | (POSENC_TARGET_NEON ? 8 : 0);
+
+/// Run-time dispatch: the kernels of the active ISA (posenc::active_isa()).
+template <int Compiled>
+struct dynamic_dispatch;
+/// Static dispatch (POSENC_STATIC_DISPATCH): the one compiled target, called directly.
+template <int Compiled>
+struct static_dispatch;
+
+/// The dispatcher of this translation unit: the last template parameter of every public function that runs a
+/// kernel, defaulted to this, so the instantiation's mangled name records how it dispatches.
+#if defined(POSENC_STATIC_DISPATCH)
+using default_dispatch = static_dispatch<compiled_targets>;
+#else
+using default_dispatch = dynamic_dispatch<compiled_targets>;
+#endif
+
+// ---- canonical storage ------------------------------------------------------------------------------------------
+
+/// posenc's canonical type of a storage type: float, double, f16_storage or bf16_storage (storage.hpp).
+template <class T>
+using canonical_of_t = std::conditional_t<is_f16_v<T>, f16_storage, std::conditional_t<is_bf16_v<T>, bf16_storage, T>>;
+
+/// The same memory as posenc's canonical type: a 16-bit element is only ever copied as bytes or loaded by
+/// vector instructions (storage.hpp), so no access goes through the caller's type.
+template <class T>
+auto canonical_ptr(T* p) {
+  using U = std::remove_const_t<T>;
+  using C = canonical_of_t<U>;
+  if constexpr (std::is_same_v<C, U>) {
+    return p;
+  } else if constexpr (std::is_const_v<T>) {
+    return reinterpret_cast<const C*>(p);
+  } else {
+    return reinterpret_cast<C*>(p);
+  }
+}
+template <class T, std::size_t R>
+auto canonical(const strided_view<T, R>& v) {
+  using C = std::remove_pointer_t<decltype(canonical_ptr(v.data()))>;
+  return strided_view<C, R>(canonical_ptr(v.data()), v.extents(), v.strides());
+}
+template <class In, class Out>
+auto canonical(const rope_io<In, Out>& t) {
+  using I = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(t.in.data()))>>;
+  using O = std::remove_pointer_t<decltype(canonical_ptr(t.out.data()))>;
+  return rope_io<I, O>{canonical(t.in), canonical(t.out), t.map};
+}
+template <class In, class Out, std::size_t K>
+auto canonical(const std::array<rope_io<In, Out>, K>& a) {
+  std::array<decltype(canonical(a[0])), K> c{};
+  for (std::size_t k = 0; k < K; ++k) c[k] = canonical(a[k]);
+  return c;
+}
+template <class T>
+auto canonical(const add_target<T>& t) {
+  using C = std::remove_pointer_t<decltype(canonical_ptr(t.out.data()))>;
+  return add_target<C>{canonical(t.in), canonical(t.out)};
+}
+template <class C>
+auto canonical(const table_src<C>& s) {
+  using D = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(s.cos))>>;
+  return table_src<D>{canonical_ptr(s.cos), canonical_ptr(s.sin), s.row_stride, s.pair_stride};
+}
+template <class S>
+auto canonical(const alibi_view_slopes<S>& s) {
+  using D = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(s.slopes.data()))>>;
+  return alibi_view_slopes<D>{canonical(s.slopes)};
+}
+inline const angle_src& canonical(const angle_src& s) { return s; }
+inline const mrope_src& canonical(const mrope_src& s) { return s; }
+inline const rerotate_src& canonical(const rerotate_src& s) { return s; }
+inline const xpos_src& canonical(const xpos_src& s) { return s; }
+inline const alibi_formula_slopes& canonical(const alibi_formula_slopes& s) { return s; }
+
+// ---- the entries (defined in kernels.hpp) ----------------------------------------------------------------------
+
+/// Rotates the tokens of `io` by `src` (detail/kernels/rope-inl.hpp rope_rows).
+template <class Dispatch, class Source, class Pos, class In, class Out, std::size_t K>
+void rope_rows_entry(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
+                     const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant);
+/// Copies (and converts) the tokens of `t` into their output rows (V of a KV-cache append).
+template <class Dispatch, class In, class Out>
+void copy_tokens_entry(const rope_io<In, Out>& t);
+/// Rows 0 .. positions-1 of a rope_cache.
+template <class Dispatch, class C>
+void rope_cache_fill_entry(const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin);
+/// Quantises hn float rows of d values into 8-bit codes (detail/kernels/quant-inl.hpp).
+template <class Dispatch, class Code>
+void quantize_rows_entry(quant_format fmt, const float* scales, index_t scale_stride, index_t h0, index_t hn,
+                         const float* x, index_t d, Code* out, index_t ho, index_t so, float* scale_out, index_t sso);
+/// ALiBi bias written (Add false) or added into [N, H, Lq, Lk] scores.
+template <class Dispatch, bool Add, class T, class Slopes>
+void alibi_rows_entry(const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos, bool symmetric,
+                      bool causal);
+/// Sinusoids added to `in` into `out` (an empty `in`: written).
+template <class Dispatch, class T>
+void sinusoid_rows_entry(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
+                         const strided_view<T, 3>& out);
+/// Rows of a table added (times `scale`) to a (N, L, D) target.
+template <class Dispatch, class T, class C>
+void table_rows_entry(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
+                      const add_target<T>& t);
+/// T5 bias written (Add false) or added into [N, H, Lq, Lk] scores.
+template <class Dispatch, bool Add, class T, class C>
+void t5_rows_entry(const C* table, index_t heads, const t5_runs& runs, const positions& pos,
+                   const strided_view<T, 4>& out);
+/// Interleaved <-> half-split pair layout, out of place.
+template <class Dispatch, class T>
+void convert_layout_entry(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
+                          index_t offset, rope_style from, rope_style to);
+
+// ---- what the public headers call: canonical types, then the entry ---------------------------------------------
+
+template <class Dispatch, class Source, class Pos, class In, class Out, std::size_t K>
+void run_rope_rows(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
+                   const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
+  rope_rows_entry<Dispatch>(canonical(src), pos, style, offset, pairs, sign, canonical(io), variant);
+}
+template <class Dispatch, class In, class Out>
+void run_copy_tokens(const rope_io<In, Out>& t) {
+  copy_tokens_entry<Dispatch>(canonical(t));
+}
+template <class Dispatch, class Code>
+void run_quantize_rows(quant_format fmt, const float* scales, index_t scale_stride, index_t h0, index_t hn,
+                       const float* x, index_t d, Code* out, index_t ho, index_t so, float* scale_out, index_t sso) {
+  quantize_rows_entry<Dispatch>(fmt, scales, scale_stride, h0, hn, x, d, out, ho, so, scale_out, sso);
+}
+template <class Dispatch, bool Add, class T, class Slopes>
+void run_alibi_rows(std::bool_constant<Add>, const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos,
+                    bool symmetric, bool causal) {
+  alibi_rows_entry<Dispatch, Add>(canonical(out), canonical(slopes), pos, symmetric, causal);
+}
+template <class Dispatch, class T>
+void run_sinusoid_rows(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
+                       const strided_view<T, 3>& out) {
+  sinusoid_rows_entry<Dispatch>(sp, pos, canonical(in), canonical(out));
+}
+template <class Dispatch, class T, class C>
+void run_table_rows(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
+                    const add_target<T>& t) {
+  table_rows_entry<Dispatch>(table, dim, row_offset, scale, pos, canonical(t));
+}
+template <class Dispatch, bool Add, class T, class C>
+void run_t5_rows(std::bool_constant<Add>, const C* table, index_t heads, const t5_runs& runs, const positions& pos,
+                 const strided_view<T, 4>& out) {
+  t5_rows_entry<Dispatch, Add>(table, heads, runs, pos, canonical(out));
+}
+template <class Dispatch, class T>
+void run_convert_layout(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
+                        index_t offset, rope_style from, rope_style to) {
+  convert_layout_entry<Dispatch>(canonical(in), canonical(out), rotary_dim, offset, from, to);
+}
+
+}  // namespace detail
+POSENC_END_NAMESPACE
+
+#if !defined(POSENC_SEPARATE_COMPILATION)
+#include "posenc/detail/kernels/kernels.hpp"
+#endif
