@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <posenc/error.hpp>
 #include <posenc/gguf.hpp>
 #include <posenc/mrope.hpp>
 #include <posenc/rope_params.hpp>

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <posenc/error.hpp>
 #include <posenc/gguf.hpp>
 #include <posenc/hf_config.hpp>
 #include <posenc/mrope.hpp>

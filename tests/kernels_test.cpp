@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 #include <posenc/posenc.hpp>
+#include <posenc/detail/kernels/kernels.hpp>  // the kernels themselves, also under POSENC_SEPARATE_COMPILATION
 
 #include "test_util.hpp"
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <posenc/error.hpp>
 #include <posenc/learned.hpp>
 
 #include "test_util.hpp"

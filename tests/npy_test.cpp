@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <posenc/error.hpp>
 #include <posenc/learned.hpp>
 #include <posenc/npy.hpp>
 #include <posenc/relative_bias.hpp>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <posenc/error.hpp>
 #include <posenc/sinusoidal.hpp>
 
 #include "test_util.hpp"
