@@ -3,7 +3,7 @@
 # Usage: scripts/install_deps.sh [extra-package ...]
 set -euo pipefail
 
-packages=(g++ make cmake libeigen3-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev python3-numpy
+packages=(g++ make cmake pkg-config libeigen3-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev python3-numpy
           python3-mpmath "$@")
 missing=()
 for p in "${packages[@]}"; do
