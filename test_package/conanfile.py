@@ -1,0 +1,29 @@
+# Conan's test package: builds tests/package/consumer.cpp (and, with hf_config, consumer_hf.cpp) against the
+# created posenc package and runs them.
+import os
+
+from conan import ConanFile
+from conan.tools.build import can_run
+from conan.tools.cmake import CMake, cmake_layout
+
+
+class PosencTestConan(ConanFile):
+    settings = "os", "arch", "compiler", "build_type"
+    generators = "CMakeDeps", "CMakeToolchain"
+
+    def requirements(self):
+        self.requires(self.tested_reference_str)
+
+    def layout(self):
+        cmake_layout(self)
+
+    def build(self):
+        cmake = CMake(self)
+        cmake.configure(variables={"POSENC_HF_CONFIG": bool(self.dependencies["posenc"].options.hf_config)})
+        cmake.build()
+
+    def test(self):
+        if can_run(self):
+            self.run(os.path.join(self.cpp.build.bindir, "consumer"), env="conanrun")
+            if self.dependencies["posenc"].options.hf_config:
+                self.run(os.path.join(self.cpp.build.bindir, "consumer_hf"), env="conanrun")
