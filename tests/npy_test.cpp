@@ -277,6 +277,22 @@ TEST(Npy, WriteIsAtomic) {
   std::remove(p.c_str());
 }
 
+// The rename that publishes the file either replaces the target in one step or fails leaving it: an empty
+// directory in the way makes rename() fail, and the directory must still be there afterwards (a delete-then-
+// rename fallback would have removed it and written the file).
+TEST(Npy, FailedRenameLeavesTheTarget) {
+  const std::string p = temp_path("dir_in_the_way.npy");
+  ASSERT_EQ(::mkdir(p.c_str(), 0700), 0);
+  const float v[2] = {1, 2};
+  const posenc::status s = posenc::try_write_npy(p, "<f4", {2}, v);
+  EXPECT_EQ(s.code(), posenc::errc::io_error) << s.message();
+  EXPECT_NE(s.message().find("cannot rename"), std::string::npos) << s.message();
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(::rmdir(p.c_str()), 0);  // still empty: no temporary left inside or beside it
+}
+
 // -------------------------------------------------------------------------------------------------- rejects
 
 // Each crafted input is rejected by parse_npy and, written to a file, by read_npy, with a message naming the

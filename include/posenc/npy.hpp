@@ -37,6 +37,15 @@
 #include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 
+#if defined(_WIN32)
+// kernel32's MoveFileExA, declared here instead of including <windows.h> (whose min/max and other macros would
+// leak into every includer); the types are windows.h's BOOL, LPCSTR and DWORD, so both declarations agree.
+namespace posenc_win32_detail {
+extern "C" __declspec(dllimport) int __stdcall MoveFileExA(const char* existing, const char* replacement,
+                                                             unsigned long flags);
+}  // namespace posenc_win32_detail
+#endif
+
 POSENC_BEGIN_NAMESPACE
 
 /// The contents of one .npy file: dtype (one of "<f2", "<f4", "<f8", "<i4", "<i8"), shape (C order; empty
@@ -508,6 +517,22 @@ inline std::vector<unsigned char> serialize_npy(const std::string& dtype, const 
   return out;
 }
 
+namespace detail {
+
+/// Moves `from` onto `to`, replacing an existing `to` in one step, or fails leaving both as they were. POSIX
+/// rename() does exactly this; Windows' rename() refuses an existing target, so there it is MoveFileExA with
+/// MOVEFILE_REPLACE_EXISTING (never a delete followed by a rename, which loses the old file when the second
+/// step fails).
+inline bool replace_file(const char* from, const char* to) noexcept {
+#if defined(_WIN32)
+  return ::posenc_win32_detail::MoveFileExA(from, to, 0x1 /* MOVEFILE_REPLACE_EXISTING */ | 0x8 /* MOVEFILE_WRITE_THROUGH */) != 0;
+#else
+  return std::rename(from, to) == 0;
+#endif
+}
+
+}  // namespace detail
+
 /// Writes a .npy file (the bytes of try_serialize_npy) to `path` + a temporary suffix, then renames it onto
 /// `path`: a failure leaves no partial file and an existing `path` untouched.
 /// Returns invalid_argument as try_serialize_npy (with its message), io_error if the file cannot be created,
@@ -539,13 +564,9 @@ inline status try_write_npy(const std::string& path, const std::string& dtype, c
         return detail::fail_with(io, fn, "cannot write '", tmp, "'");
       }
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      // Windows' rename does not replace an existing file.
-      std::remove(path.c_str());
-      if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        return detail::fail_with(io, fn, "cannot rename '", tmp, "' to '", path, "'");
-      }
+    if (!detail::replace_file(tmp.c_str(), path.c_str())) {
+      std::remove(tmp.c_str());
+      return detail::fail_with(io, fn, "cannot rename '", tmp, "' to '", path, "'");
     }
     return {};
   });
