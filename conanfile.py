@@ -1,5 +1,5 @@
-# Conan 2 recipe for posenc (header-only). `conan create . -pr:a conan/profiles/debian-system` builds the
-# test_package against it; scripts/check_conan.sh runs that in CI. Eigen is required (posenc/eigen.hpp and the
+# Conan 2 recipe for posenc (header-only). `conan create . -pr:a tests/package/conan/profiles/debian-system`
+# builds the test package (tests/package/conan) against it; scripts/check_conan.sh runs that in CI. Eigen is required (posenc/eigen.hpp and the
 # umbrella header; the core headers do not include it); nlohmann/json only with the hf_config option.
 import os
 
@@ -12,6 +12,8 @@ import re
 
 class PosencConan(ConanFile):
     name = "posenc"
+    # The test package lives with the other consumer tests (tests/package/), not at the top level.
+    test_package_folder = "tests/package/conan"
     description = ("Header-only C++17 transformer positional encodings: RoPE (every scaling), xPos, ALiBi, "
                    "sinusoidal, learned, with run-time dispatched SIMD kernels")
     license = "Apache-2.0"

@@ -1,5 +1,5 @@
 # Included by the posenc config that Conan's CMakeDeps writes, only when Eigen or nlohmann/json come from the
-# system through a profile's [platform_requires] (conan/profiles/debian-system): CMakeDeps then has no package
+# system through a profile's [platform_requires] (tests/package/conan/profiles/debian-system): CMakeDeps then has no package
 # to link, so they are found here, at the versions posenc's own CMake package requires.
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 if(TARGET posenc::posenc)

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <posenc/gguf.hpp>
+#include <posenc/io/gguf.hpp>
 
 #ifndef POSENC_GGUF_DEFAULT_FILE
 #define POSENC_GGUF_DEFAULT_FILE "tests/data/gguf/llama3.gguf"  // the build defines it as an absolute path

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <posenc/hf_config.hpp>
+#include <posenc/io/hf_config.hpp>
 
 namespace {
 

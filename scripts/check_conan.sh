@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `conan create` of the recipe (conanfile.py) and its test_package, with Conan 2 from PyPI in a virtual
 # environment and a throw-away CONAN_HOME. ConanCenter cannot be reached from CI, so the test-only profile
-# conan/profiles/debian-system takes Eigen and nlohmann/json from Debian's packages ([platform_requires]) and
+# tests/package/conan/profiles/debian-system takes Eigen and nlohmann/json from Debian's packages ([platform_requires]) and
 # no remote is used. Both option sets: the core package, and hf_config=True.
 # Usage: bash scripts/check_conan.sh [work-dir]
 set -euo pipefail
@@ -17,9 +17,9 @@ conan="$work/venv/bin/conan"
 "$conan" --version
 "$conan" profile detect >/dev/null
 for hf in False True; do
-  "$conan" create . -pr:a conan/profiles/debian-system -o "posenc/*:hf_config=$hf" --build=missing -nr \
+  "$conan" create . -pr:a tests/package/conan/profiles/debian-system -o "posenc/*:hf_config=$hf" --build=missing -nr \
     > "$work/create-hf_config-$hf.log" 2>&1 || { tail -40 "$work/create-hf_config-$hf.log"; exit 1; }
   grep -E "consumer: ok" "$work/create-hf_config-$hf.log"
 done
-rm -rf test_package/build test_package/CMakeUserPresets.json
+rm -rf tests/package/conan/build tests/package/conan/CMakeUserPresets.json
 echo "check_conan: ok"

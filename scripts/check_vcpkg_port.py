@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the vcpkg overlay port (ports/posenc) without the vcpkg tool, which cannot be downloaded here.
+"""Checks the vcpkg overlay port (cmake/packaging/vcpkg/posenc) without the vcpkg tool, which cannot be downloaded here.
 
 1. vcpkg.json against the manifest rules of vcpkg's documentation (learn.microsoft.com/vcpkg/reference/
    vcpkg-json): known top-level fields only, a lowercase port name, exactly one version field equal to
@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PORT = os.path.join(ROOT, "ports", "posenc")
+PORT = os.path.join(ROOT, "cmake", "packaging", "vcpkg", "posenc")
 TOP_FIELDS = {"name", "version", "version-semver", "version-date", "version-string", "port-version", "description",
               "maintainers", "homepage", "documentation", "license", "supports", "dependencies", "features",
               "default-features", "builtin-baseline", "overrides", "$schema"}

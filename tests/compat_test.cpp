@@ -1,8 +1,10 @@
-// The Python-API counterparts (posenc/compat.hpp) against tests/golden/compat.txt (zeta RotaryEmbedding,
+// The Python-API counterparts (posenc/compat/zeta.hpp, posenc/compat/tiny_llm.hpp) against
+// tests/golden/compat.txt (zeta RotaryEmbedding,
 // torchscale fixed_pos_embedding / apply_rotary_pos_emb, tiny-llm RoPE) and xpos.txt (torchscale XPOS), the
 // small torchscale helpers on hand-written inputs, the equivalent plans against the Python formulas
 // evaluated here from the golden tables, every rejected argument, and the no-throw try_ forms (same results,
-// same messages, invalid_argument, outputs untouched).
+// same messages, invalid_argument, outputs untouched); and that the old names posenc::zeta and posenc::tiny_llm
+// of posenc/compat.hpp still work.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -15,7 +17,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <posenc/compat.hpp>
+#include <posenc/compat.hpp>  // only for CompatForwardingHeader: new code includes posenc/compat/<api>.hpp
+#include <posenc/compat/tiny_llm.hpp>
+#include <posenc/compat/zeta.hpp>
 #include <posenc/posenc.hpp>
 
 #include "test_util.hpp"
@@ -24,6 +28,8 @@ namespace {
 
 using posenc::index_t;
 using namespace posenc_test;
+namespace zeta = posenc::compat::zeta;
+namespace tiny_llm = posenc::compat::tiny_llm;
 
 template <class T, int Rank>
 using tensor = Eigen::Tensor<T, Rank, Eigen::RowMajor>;
@@ -88,8 +94,8 @@ void expect_argument_error(F&& f, const std::string& needle, const std::string& 
   }
 }
 
-posenc::zeta::rotary_embedding zeta_of(const golden_case& c) {
-  return posenc::zeta::rotary_embedding(c.integer("dim"), c.integer("use_xpos") != 0, c.num("scale_base"),
+zeta::rotary_embedding zeta_of(const golden_case& c) {
+  return zeta::rotary_embedding(c.integer("dim"), c.integer("use_xpos") != 0, c.num("scale_base"),
                                         c.num("interpolation_factor"), c.num("base"), c.num("base_rescale_factor"));
 }
 
@@ -198,14 +204,14 @@ TEST(CompatZetaRotary, XposPlanWithApplyXposMatchesPythonFormula) {
   want_k.values = zeta_python_formula(k, c.array("freqs"), &c.array("scale"), 0, true);
   tensor<float, 4> qf = q.cast<float>();
   tensor<float, 4> kf = k.cast<float>();
-  posenc::apply_xpos_qk(xp, qf, kf, posenc::positions::offset(0), posenc::zeta::rotary_embedding::xpos_center(s));
+  posenc::apply_xpos_qk(xp, qf, kf, posenc::positions::offset(0), zeta::rotary_embedding::xpos_center(s));
   record("max_err_xpos_q", expect_close<float>(to_vec(qf), want_q, "zeta xpos q"));
   record("max_err_xpos_k", expect_close<float>(to_vec(kf), want_k, "zeta xpos k"));
 
   // An odd length (the centre floors: 7 // 2 = 3), against forward's own tables (checked against the golden
   // tables above).
   {
-    const posenc::zeta::rotary_embedding odd(8, true, 256, 1.0, 500, 1.5);
+    const zeta::rotary_embedding odd(8, true, 256, 1.0, 500, 1.5);
     const index_t s7 = 7;
     const auto tab = odd.forward<double>(s7);
     golden_array freqs, scale;
@@ -218,9 +224,9 @@ TEST(CompatZetaRotary, XposPlanWithApplyXposMatchesPythonFormula) {
     wk.values = zeta_python_formula(k7, freqs, &scale, 0, true);
     tensor<float, 4> q7f = q7.cast<float>();
     tensor<float, 4> k7f = k7.cast<float>();
-    EXPECT_EQ(posenc::zeta::rotary_embedding::xpos_center(s7), 3);
+    EXPECT_EQ(zeta::rotary_embedding::xpos_center(s7), 3);
     posenc::apply_xpos_qk(odd.make_xpos_plan(), q7f, k7f, posenc::positions::offset(0),
-                          posenc::zeta::rotary_embedding::xpos_center(s7));
+                          zeta::rotary_embedding::xpos_center(s7));
     record("max_err_xpos_q_odd", expect_close<float>(to_vec(q7f), wq, "zeta xpos q, odd length"));
     record("max_err_xpos_k_odd", expect_close<float>(to_vec(k7f), wk, "zeta xpos k, odd length"));
   }
@@ -238,19 +244,19 @@ TEST(CompatTorchscale, FixedPosEmbeddingMatchesGolden) {
   const golden_case& c = find_case(cases, "fixed_pos_embedding");
   const index_t s = c.integer("seq_len");
   const index_t d = c.integer("dim");
-  const auto f = posenc::zeta::fixed_pos_embedding<float>(s, d);
+  const auto f = zeta::fixed_pos_embedding<float>(s, d);
   ASSERT_EQ(dims_of(f.sin), (std::vector<Eigen::Index>{s, d}));
   record("max_err_sin_float", expect_close<float>(to_vec(f.sin), c.array("sin"), "fixed_pos_embedding sin"));
   record("max_err_cos_float", expect_close<float>(to_vec(f.cos), c.array("cos"), "fixed_pos_embedding cos"));
-  const auto g = posenc::zeta::fixed_pos_embedding<double>(s, d);
+  const auto g = zeta::fixed_pos_embedding<double>(s, d);
   record("max_err_sin_double", expect_close<double>(to_vec(g.sin), c.array("sin"), "fixed_pos_embedding sin"));
   record("max_err_cos_double", expect_close<double>(to_vec(g.cos), c.array("cos"), "fixed_pos_embedding cos"));
   // The Python signature: only the shape and scalar type of x matter.
   const tensor<float, 2> shape_only(s, d);
-  const auto h = posenc::zeta::fixed_pos_embedding(shape_only);
+  const auto h = zeta::fixed_pos_embedding(shape_only);
   EXPECT_EQ(to_vec(h.sin), to_vec(f.sin));
   EXPECT_EQ(to_vec(h.cos), to_vec(f.cos));
-  EXPECT_EQ(posenc::zeta::fixed_pos_embedding<float>(3, 0).sin.dimension(0), 3);
+  EXPECT_EQ(zeta::fixed_pos_embedding<float>(3, 0).sin.dimension(0), 3);
 }
 
 template <class T>
@@ -262,15 +268,15 @@ void check_apply_rotary(const golden_case& c) {
   const std::string tag = dtype_info<T>::name;
   // sin/cos rounded to T first, as the Python's tensors are: add their rounding to the tolerance.
   const double table_err = std::is_same_v<T, double> ? 1e-15 : std::ldexp(1.0, -dtype_info<T>::mantissa);
-  const auto y = posenc::zeta::apply_rotary_pos_emb(x, sin, cos, scale);
+  const auto y = zeta::apply_rotary_pos_emb(x, sin, cos, scale);
   record("max_err_apply_rotary_" + tag, expect_close<T>(to_vec(y), c.array("y"), "apply_rotary_pos_emb", table_err));
   // A scale tensor of the same value gives the same result.
   tensor<T, 2> st(sin.dimensions());
   st.setConstant(T(scale));
-  EXPECT_EQ(to_vec(posenc::zeta::apply_rotary_pos_emb(x, sin, cos, st)), to_vec(y));
+  EXPECT_EQ(to_vec(zeta::apply_rotary_pos_emb(x, sin, cos, st)), to_vec(y));
   // And the tables from fixed_pos_embedding(L, D/2), as torchscale builds them.
-  const auto sc = posenc::zeta::fixed_pos_embedding<T>(x.dimension(1), x.dimension(2) / 2);
-  expect_close<T>(to_vec(posenc::zeta::apply_rotary_pos_emb(x, sc.sin, sc.cos, scale)), c.array("y"),
+  const auto sc = zeta::fixed_pos_embedding<T>(x.dimension(1), x.dimension(2) / 2);
+  expect_close<T>(to_vec(zeta::apply_rotary_pos_emb(x, sc.sin, sc.cos, scale)), c.array("y"),
                   "apply_rotary_pos_emb with fixed_pos_embedding", table_err);
 }
 
@@ -285,18 +291,18 @@ TEST(CompatTorchscale, ApplyRotaryPosEmbMatchesGolden) {
 TEST(CompatTorchscale, RotateEveryTwoByHand) {
   tensor<float, 3> x(1, 2, 4);
   x.setValues({{{1, 2, 3, 4}, {5, 6, 7, 8}}});
-  const auto y = posenc::zeta::rotate_every_two(x);
+  const auto y = zeta::rotate_every_two(x);
   ASSERT_EQ(dims_of(y), (std::vector<Eigen::Index>{1, 2, 4}));
   EXPECT_EQ(to_vec(y), (std::vector<float>{-2, 1, -4, 3, -6, 5, -8, 7}));
   tensor<double, 2> m(1, 2);
   m.setValues({{0.5, -0.25}});
-  EXPECT_EQ(to_vec(posenc::zeta::rotate_every_two(m)), (std::vector<double>{0.25, 0.5}));
+  EXPECT_EQ(to_vec(zeta::rotate_every_two(m)), (std::vector<double>{0.25, 0.5}));
 }
 
 TEST(CompatTorchscale, DuplicateInterleaveByHand) {
   tensor<float, 2> m(2, 3);
   m.setValues({{1, 2, 3}, {4, 5, 6}});
-  const auto y = posenc::zeta::duplicate_interleave(m);
+  const auto y = zeta::duplicate_interleave(m);
   ASSERT_EQ(dims_of(y), (std::vector<Eigen::Index>{2, 6}));
   EXPECT_EQ(to_vec(y), (std::vector<float>{1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6}));
 }
@@ -308,7 +314,7 @@ TEST(CompatTorchscale, ApplyRotaryPosEmbByHand) {
   tensor<float, 2> sin(1, 1), cos(1, 1);
   sin.setValues({{1}});
   cos.setValues({{0}});
-  EXPECT_EQ(to_vec(posenc::zeta::apply_rotary_pos_emb(x, sin, cos, 2.0)), (std::vector<float>{-6, 2}));
+  EXPECT_EQ(to_vec(zeta::apply_rotary_pos_emb(x, sin, cos, 2.0)), (std::vector<float>{-6, 2}));
 }
 
 // ----------------------------------------------------------------------------------------- torchscale XPOS
@@ -324,7 +330,7 @@ std::vector<std::string> xpos_default_cases() {
 
 template <class T>
 void check_xpos_case(const golden_case& c) {
-  const posenc::zeta::xpos xp(c.integer("head_dim"), c.num("scale_base"));
+  const zeta::xpos xp(c.integer("head_dim"), c.num("scale_base"));
   const auto x = to_tensor<T, 3>(c.array("x"));
   const auto y = xp(x, c.integer("offset"), c.integer("downscale") != 0);
   ASSERT_EQ(dims_of(y), dims_of(x));
@@ -348,7 +354,7 @@ TEST(CompatXpos, ForwardEqualsTorchscaleComposition) {
   // sin, cos = fixed_pos_embedding(scale), the last L rows, 1/scale when downscaling, apply_rotary_pos_emb.
   const index_t d = 12, l = 5;
   const double scale_base = 64;
-  const posenc::zeta::xpos xp(d, scale_base);
+  const zeta::xpos xp(d, scale_base);
   for (index_t offset : {index_t{0}, index_t{4}}) {
     for (bool down : {false, true}) {
       const tensor<double, 4> x4 = test_input(3, l, 1, d, static_cast<unsigned>(offset + 10 * down));
@@ -362,11 +368,11 @@ TEST(CompatXpos, ForwardEqualsTorchscaleComposition) {
           const double s = std::pow(zeta, static_cast<double>(min_pos + offset + t) / scale_base);
           scale(t, i) = down ? 1.0 / s : s;
         }
-      const auto full = posenc::zeta::fixed_pos_embedding<double>(total, d / 2);
+      const auto full = zeta::fixed_pos_embedding<double>(total, d / 2);
       const Eigen::array<Eigen::Index, 2> first{offset, 0}, extent{l, d / 2};
       const tensor<double, 2> sin = full.sin.slice(first, extent);
       const tensor<double, 2> cos = full.cos.slice(first, extent);
-      const auto want = posenc::zeta::apply_rotary_pos_emb(x, sin, cos, scale);
+      const auto want = zeta::apply_rotary_pos_emb(x, sin, cos, scale);
       const auto got = xp.forward(x, offset, down);
       golden_array expected;
       expected.values = to_vec(want);
@@ -385,16 +391,16 @@ std::vector<std::string> tiny_llm_case_names() {
 
 template <class T>
 void check_tiny_llm_case(const golden_case& c) {
-  const posenc::tiny_llm::rope rope(c.integer("head_dim"), c.integer("seq_len"), c.num("base"),
+  const tiny_llm::rope rope(c.integer("head_dim"), c.integer("seq_len"), c.num("base"),
                                     c.str("style") == "interleaved");
   const auto x = to_tensor<T, 4>(c.array("x"));
   const index_t l = x.dimension(1);
   tensor<T, 4> y;
   if (c.str("pos_form") == "offset") {
     const index_t start = c.integer("offset");
-    y = rope(x, posenc::tiny_llm::slice{start, start + l});
+    y = rope(x, tiny_llm::slice{start, start + l});
   } else {
-    std::vector<posenc::tiny_llm::slice> slices;
+    std::vector<tiny_llm::slice> slices;
     for (auto s : c.array("seq_offsets").ivalues) slices.push_back({s, s + l});
     y = rope(x, slices);
   }
@@ -418,19 +424,19 @@ TEST(CompatTinyLlm, RopeMatchesGolden) {
 
 TEST(CompatTinyLlm, NoOffsetIsSliceFromZero) {
   for (bool traditional : {true, false}) {
-    const posenc::tiny_llm::rope rope(8, 20, 10000, traditional);
+    const tiny_llm::rope rope(8, 20, 10000, traditional);
     const tensor<float, 4> x = test_input(2, 6, 3, 8, 3).cast<float>();
     const auto a = rope(x);
     EXPECT_EQ(to_vec(a), to_vec(rope(x, {0, 6})));  // a braced slice
-    EXPECT_EQ(to_vec(a), to_vec(rope(x, std::vector<posenc::tiny_llm::slice>{{0, 6}, {0, 6}})));
+    EXPECT_EQ(to_vec(a), to_vec(rope(x, std::vector<tiny_llm::slice>{{0, 6}, {0, 6}})));
     // Different starts per request equal one slice call per request.
-    const auto b = rope(x, std::vector<posenc::tiny_llm::slice>{{2, 8}, {14, 20}});
+    const auto b = rope(x, std::vector<tiny_llm::slice>{{2, 8}, {14, 20}});
     const Eigen::array<Eigen::Index, 4> ext{1, 6, 3, 8};
     for (index_t n = 0; n < 2; ++n) {
       const tensor<float, 4> xn = x.slice(Eigen::array<Eigen::Index, 4>{n, 0, 0, 0}, ext);
       const tensor<float, 4> yn = b.slice(Eigen::array<Eigen::Index, 4>{n, 0, 0, 0}, ext);
       const index_t start = n == 0 ? 2 : 14;
-      EXPECT_EQ(to_vec(yn), to_vec(rope(xn, posenc::tiny_llm::slice{start, start + 6})));
+      EXPECT_EQ(to_vec(yn), to_vec(rope(xn, tiny_llm::slice{start, start + 6})));
     }
   }
 }
@@ -438,53 +444,53 @@ TEST(CompatTinyLlm, NoOffsetIsSliceFromZero) {
 // ----------------------------------------------------------------------------------------------- errors
 
 TEST(CompatErrors, EachRejectedArgumentThrowsArgumentError) {
-  using posenc::tiny_llm::slice;
+  using tiny_llm::slice;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // zeta RotaryEmbedding
-  expect_argument_error([] { posenc::zeta::rotary_embedding r(7); }, "dim=7", "odd dim");
-  expect_argument_error([] { posenc::zeta::rotary_embedding r(2); }, "dim=2", "dim 2");
-  expect_argument_error([] { posenc::zeta::rotary_embedding r(8, false, 512, 0.5); }, "interpolation_factor=0.5",
+  expect_argument_error([] { zeta::rotary_embedding r(7); }, "dim=7", "odd dim");
+  expect_argument_error([] { zeta::rotary_embedding r(2); }, "dim=2", "dim 2");
+  expect_argument_error([] { zeta::rotary_embedding r(8, false, 512, 0.5); }, "interpolation_factor=0.5",
                         "interpolation < 1");
-  expect_argument_error([&] { posenc::zeta::rotary_embedding r(8, false, 512, nan); }, "interpolation_factor=nan",
+  expect_argument_error([&] { zeta::rotary_embedding r(8, false, 512, nan); }, "interpolation_factor=nan",
                         "interpolation NaN");
-  expect_argument_error([] { posenc::zeta::rotary_embedding r(8, false, 512, 1.0, 1.0); }, "base=1", "base 1");
-  expect_argument_error([] { posenc::zeta::rotary_embedding r(8, false, 512, 1.0, 10000, 0.0); },
+  expect_argument_error([] { zeta::rotary_embedding r(8, false, 512, 1.0, 1.0); }, "base=1", "base 1");
+  expect_argument_error([] { zeta::rotary_embedding r(8, false, 512, 1.0, 10000, 0.0); },
                         "base_rescale_factor=0", "rescale 0");
-  expect_argument_error([] { posenc::zeta::rotary_embedding r(8, true, 0.0); }, "scale_base=0", "scale_base 0");
-  expect_argument_error([] { (void)posenc::zeta::rotary_embedding(8).forward(-1); }, "seq_len=-1", "forward(-1)");
+  expect_argument_error([] { zeta::rotary_embedding r(8, true, 0.0); }, "scale_base=0", "scale_base 0");
+  expect_argument_error([] { (void)zeta::rotary_embedding(8).forward(-1); }, "seq_len=-1", "forward(-1)");
 
   // torchscale helpers
-  expect_argument_error([] { (void)posenc::zeta::fixed_pos_embedding(-1, 4); }, "seq_len=-1", "fixed_pos seq_len");
-  expect_argument_error([] { (void)posenc::zeta::fixed_pos_embedding(4, -2); }, "dim=-2", "fixed_pos dim");
-  expect_argument_error([] { (void)posenc::zeta::rotate_every_two(tensor<float, 3>(1, 2, 5)); }, "dimension=5",
+  expect_argument_error([] { (void)zeta::fixed_pos_embedding(-1, 4); }, "seq_len=-1", "fixed_pos seq_len");
+  expect_argument_error([] { (void)zeta::fixed_pos_embedding(4, -2); }, "dim=-2", "fixed_pos dim");
+  expect_argument_error([] { (void)zeta::rotate_every_two(tensor<float, 3>(1, 2, 5)); }, "dimension=5",
                         "rotate_every_two odd");
   {
     const tensor<float, 3> x(2, 4, 8);
     const tensor<float, 2> ok(4, 4), short_rows(3, 4), wide(4, 8);
-    expect_argument_error([&] { (void)posenc::zeta::apply_rotary_pos_emb(x, short_rows, ok); }, "sin shape (3, 4)",
+    expect_argument_error([&] { (void)zeta::apply_rotary_pos_emb(x, short_rows, ok); }, "sin shape (3, 4)",
                           "apply sin rows");
-    expect_argument_error([&] { (void)posenc::zeta::apply_rotary_pos_emb(x, ok, wide); }, "cos shape (4, 8)",
+    expect_argument_error([&] { (void)zeta::apply_rotary_pos_emb(x, ok, wide); }, "cos shape (4, 8)",
                           "apply cos cols");
-    expect_argument_error([&] { (void)posenc::zeta::apply_rotary_pos_emb(x, ok, ok, short_rows); }, "scale shape (3, 4)",
+    expect_argument_error([&] { (void)zeta::apply_rotary_pos_emb(x, ok, ok, short_rows); }, "scale shape (3, 4)",
                           "apply scale shape");
-    expect_argument_error([&] { (void)posenc::zeta::apply_rotary_pos_emb(tensor<float, 3>(1, 4, 7), ok, ok); }, "D=7",
+    expect_argument_error([&] { (void)zeta::apply_rotary_pos_emb(tensor<float, 3>(1, 4, 7), ok, ok); }, "D=7",
                           "apply odd D");
   }
 
   // torchscale XPOS
-  expect_argument_error([] { posenc::zeta::xpos x(7); }, "head_dim=7", "xpos odd");
-  expect_argument_error([&] { posenc::zeta::xpos x(8, nan); }, "scale_base=nan", "xpos scale_base");
+  expect_argument_error([] { zeta::xpos x(7); }, "head_dim=7", "xpos odd");
+  expect_argument_error([&] { zeta::xpos x(8, nan); }, "scale_base=nan", "xpos scale_base");
   {
-    const posenc::zeta::xpos xp(8);
+    const zeta::xpos xp(8);
     expect_argument_error([&] { (void)xp.forward(tensor<float, 3>(1, 3, 6)); }, "D=6", "xpos D");
     expect_argument_error([&] { (void)xp.forward(tensor<float, 3>(1, 3, 8), -1); }, "offset=-1", "xpos offset");
   }
 
   // tiny-llm RoPE
-  expect_argument_error([] { posenc::tiny_llm::rope r(7, 20); }, "dims=7", "tiny odd dims");
-  expect_argument_error([] { posenc::tiny_llm::rope r(8, -1); }, "seq_len=-1", "tiny seq_len");
+  expect_argument_error([] { tiny_llm::rope r(7, 20); }, "dims=7", "tiny odd dims");
+  expect_argument_error([] { tiny_llm::rope r(8, -1); }, "seq_len=-1", "tiny seq_len");
   {
-    const posenc::tiny_llm::rope rope(8, 20);
+    const tiny_llm::rope rope(8, 20);
     tensor<float, 4> x(2, 5, 2, 8);
     x.setZero();
     expect_argument_error([&] { (void)rope(x, slice{5, 9}); }, "slice(5, 9) has length 4, x has L=5", "slice length");
@@ -521,39 +527,39 @@ using ref = T&;
 template <class T>
 using cref = const T&;
 
-static_assert(noexcept(posenc::zeta::rotary_embedding::try_create(8, false, 512, 1, 10000, 1,
-                                                                   std::declval<ref<posenc::zeta::rotary_embedding>>())));
-static_assert(noexcept(std::declval<cref<posenc::zeta::rotary_embedding>>().try_forward(
-    3, std::declval<ref<posenc::zeta::rotary_tables<float>>>())));
-static_assert(noexcept(std::declval<cref<posenc::zeta::rotary_embedding>>().try_make_xpos_plan(
+static_assert(noexcept(zeta::rotary_embedding::try_create(8, false, 512, 1, 10000, 1,
+                                                                   std::declval<ref<zeta::rotary_embedding>>())));
+static_assert(noexcept(std::declval<cref<zeta::rotary_embedding>>().try_forward(
+    3, std::declval<ref<zeta::rotary_tables<float>>>())));
+static_assert(noexcept(std::declval<cref<zeta::rotary_embedding>>().try_make_xpos_plan(
     std::declval<ref<posenc::xpos_plan>>())));
-static_assert(noexcept(posenc::zeta::try_fixed_pos_embedding(3, 4, std::declval<ref<posenc::zeta::sin_cos<double>>>())));
-static_assert(noexcept(posenc::zeta::try_fixed_pos_embedding(std::declval<cref<tensor<float, 2>>>(),
-                                                             std::declval<ref<posenc::zeta::sin_cos<float>>>())));
-static_assert(noexcept(posenc::zeta::try_rotate_every_two(std::declval<cref<tensor<float, 3>>>(),
+static_assert(noexcept(zeta::try_fixed_pos_embedding(3, 4, std::declval<ref<zeta::sin_cos<double>>>())));
+static_assert(noexcept(zeta::try_fixed_pos_embedding(std::declval<cref<tensor<float, 2>>>(),
+                                                             std::declval<ref<zeta::sin_cos<float>>>())));
+static_assert(noexcept(zeta::try_rotate_every_two(std::declval<cref<tensor<float, 3>>>(),
                                                           std::declval<ref<tensor<float, 3>>>())));
-static_assert(noexcept(posenc::zeta::try_duplicate_interleave(std::declval<cref<tensor<float, 2>>>(),
+static_assert(noexcept(zeta::try_duplicate_interleave(std::declval<cref<tensor<float, 2>>>(),
                                                               std::declval<ref<tensor<float, 2>>>())));
-static_assert(noexcept(posenc::zeta::try_apply_rotary_pos_emb(
+static_assert(noexcept(zeta::try_apply_rotary_pos_emb(
     std::declval<cref<tensor<float, 3>>>(), std::declval<cref<tensor<float, 2>>>(), std::declval<cref<tensor<float, 2>>>(),
     1.0, std::declval<ref<tensor<float, 3>>>())));
-static_assert(noexcept(posenc::zeta::try_apply_rotary_pos_emb(
+static_assert(noexcept(zeta::try_apply_rotary_pos_emb(
     std::declval<cref<tensor<float, 3>>>(), std::declval<cref<tensor<float, 2>>>(), std::declval<cref<tensor<float, 2>>>(),
     std::declval<cref<tensor<float, 2>>>(), std::declval<ref<tensor<float, 3>>>())));
-static_assert(noexcept(posenc::zeta::xpos::try_create(8, 512, std::declval<ref<posenc::zeta::xpos>>())));
-static_assert(noexcept(std::declval<cref<posenc::zeta::xpos>>().try_forward(
+static_assert(noexcept(zeta::xpos::try_create(8, 512, std::declval<ref<zeta::xpos>>())));
+static_assert(noexcept(std::declval<cref<zeta::xpos>>().try_forward(
     std::declval<cref<tensor<double, 3>>>(), 0, false, std::declval<ref<tensor<double, 3>>>())));
-static_assert(noexcept(posenc::tiny_llm::rope::try_create(8, 20, 10000, false, std::declval<ref<posenc::tiny_llm::rope>>())));
-static_assert(noexcept(std::declval<cref<posenc::tiny_llm::rope>>().try_call(std::declval<cref<tensor<float, 4>>>(),
+static_assert(noexcept(tiny_llm::rope::try_create(8, 20, 10000, false, std::declval<ref<tiny_llm::rope>>())));
+static_assert(noexcept(std::declval<cref<tiny_llm::rope>>().try_call(std::declval<cref<tensor<float, 4>>>(),
                                                                            std::declval<ref<tensor<float, 4>>>())));
-static_assert(noexcept(std::declval<cref<posenc::tiny_llm::rope>>().try_call(
-    std::declval<cref<tensor<float, 4>>>(), posenc::tiny_llm::slice{0, 1}, std::declval<ref<tensor<float, 4>>>())));
-static_assert(noexcept(std::declval<cref<posenc::tiny_llm::rope>>().try_call(
-    std::declval<cref<tensor<float, 4>>>(), std::declval<cref<std::vector<posenc::tiny_llm::slice>>>(),
+static_assert(noexcept(std::declval<cref<tiny_llm::rope>>().try_call(
+    std::declval<cref<tensor<float, 4>>>(), tiny_llm::slice{0, 1}, std::declval<ref<tensor<float, 4>>>())));
+static_assert(noexcept(std::declval<cref<tiny_llm::rope>>().try_call(
+    std::declval<cref<tensor<float, 4>>>(), std::declval<cref<std::vector<tiny_llm::slice>>>(),
     std::declval<ref<tensor<float, 4>>>())));
 
 TEST(CompatNoThrow, ZetaRotaryEmbedding) {
-  using posenc::zeta::rotary_embedding;
+  using zeta::rotary_embedding;
   // Accepted: the same object and tables as the throwing forms.
   rotary_embedding r;
   ASSERT_TRUE(rotary_embedding::try_create(8, true, 256, 1.0, 500, 1.5, r).ok());
@@ -561,7 +567,7 @@ TEST(CompatNoThrow, ZetaRotaryEmbedding) {
   EXPECT_EQ(r.dim(), 8);
   EXPECT_TRUE(r.use_xpos());
   EXPECT_EQ(r.plan().inv_freq(), t.plan().inv_freq());
-  posenc::zeta::rotary_tables<double> tab;
+  zeta::rotary_tables<double> tab;
   const posenc::status fs = r.try_forward(7, tab);
   EXPECT_TRUE(fs.ok());
   EXPECT_TRUE(fs.message().empty());
@@ -594,7 +600,7 @@ TEST(CompatNoThrow, ZetaRotaryEmbedding) {
   }
 
   // forward and make_xpos_plan.
-  posenc::zeta::rotary_tables<float> tf{marker<float, 2>(), marker<float, 2>()};
+  zeta::rotary_tables<float> tf{marker<float, 2>(), marker<float, 2>()};
   expect_rejection(r.try_forward(-1, tf), thrown_message([&] { (void)r.forward(-1); }), "forward(-1)");
   const index_t huge = std::numeric_limits<index_t>::max() / 4;
   expect_rejection(r.try_forward(huge, tf), thrown_message([&] { (void)r.forward(huge); }), "forward overflow");
@@ -619,7 +625,7 @@ TEST(CompatNoThrow, ZetaRotaryEmbedding) {
 }
 
 TEST(CompatNoThrow, TorchscaleHelpers) {
-  using namespace posenc::zeta;
+  using namespace posenc::compat::zeta;
   // fixed_pos_embedding
   sin_cos<float> sc{marker<float, 2>(), marker<float, 2>()};
   ASSERT_TRUE(try_fixed_pos_embedding(5, 3, sc).ok());
@@ -687,7 +693,7 @@ TEST(CompatNoThrow, TorchscaleHelpers) {
 }
 
 TEST(CompatNoThrow, TorchscaleXpos) {
-  using posenc::zeta::xpos;
+  using zeta::xpos;
   xpos xp;
   ASSERT_TRUE(xpos::try_create(8, 64, xp).ok());
   EXPECT_EQ(xp.head_dim(), 8);
@@ -721,8 +727,8 @@ TEST(CompatNoThrow, TorchscaleXpos) {
 }
 
 TEST(CompatNoThrow, TinyLlmRope) {
-  using posenc::tiny_llm::rope;
-  using posenc::tiny_llm::slice;
+  using tiny_llm::rope;
+  using tiny_llm::slice;
   rope r;
   ASSERT_TRUE(rope::try_create(8, 20, 10000, true, r).ok());
   const rope t(8, 20, 10000, true);
@@ -768,6 +774,28 @@ TEST(CompatNoThrow, TinyLlmRope) {
   expect_rejection(empty.try_call(x, slice{0, 5}, y), thrown_message([&] { (void)empty(x, slice{0, 5}); }),
                   "empty rope, slice");
   EXPECT_TRUE(is_marker(y));
+}
+
+// ------------------------------------------------------------------------------ posenc/compat.hpp
+
+// The forwarding header keeps the names of before the move: posenc::zeta and posenc::tiny_llm are aliases of
+// posenc::compat::zeta and posenc::compat::tiny_llm, so old code compiles and gets the same results.
+static_assert(std::is_same_v<posenc::zeta::rotary_embedding, posenc::compat::zeta::rotary_embedding>);
+static_assert(std::is_same_v<posenc::zeta::tensor<float, 3>, posenc::compat::zeta::tensor<float, 3>>);
+static_assert(std::is_same_v<posenc::tiny_llm::rope, posenc::compat::tiny_llm::rope>);
+
+TEST(CompatForwardingHeader, OldNamespacesStillWork) {
+  const posenc::zeta::rotary_embedding old_rot(8, true, 256);
+  const zeta::rotary_embedding new_rot(8, true, 256);
+  EXPECT_EQ(to_vec(old_rot.forward(5).freqs), to_vec(new_rot.forward(5).freqs));
+  EXPECT_EQ(to_vec(old_rot.forward(5).scale), to_vec(new_rot.forward(5).scale));
+  const auto sc = posenc::zeta::fixed_pos_embedding<double>(3, 2);
+  EXPECT_EQ(to_vec(sc.sin), to_vec(zeta::fixed_pos_embedding<double>(3, 2).sin));
+
+  const posenc::tiny_llm::rope old_rope(8, 20);
+  const tensor<float, 4> x = test_input(1, 3, 2, 8, 7).cast<float>();
+  EXPECT_EQ(to_vec(old_rope(x, posenc::tiny_llm::slice{4, 7})),
+            to_vec(tiny_llm::rope(8, 20)(x, tiny_llm::slice{4, 7})));
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// GGUF metadata -> rope_config (include/posenc/gguf.hpp) and the shared rope_params mapping
+// GGUF metadata -> rope_config (include/posenc/io/gguf.hpp) and the shared rope_params mapping
 // (include/posenc/rope_params.hpp). The files in tests/data/gguf/ are written by make_gguf.py from the
 // published format; each test recomputes what a file should give from the parameters it was written with
 // (base, dims, pair style, the factor formulas) and compares rope_config field by field and the plans'
 // frequencies with plans built here, independently. Malformed files must give a status naming the file and
-// the defect, and the throwing forms argument_error with the same message.
+// the defect, and the throwing forms argument_error with the same message. The Hugging Face key mapping
+// (include/posenc/detail/hf_mapping.hpp) is tested here too, from plain values: this binary has no nlohmann/json.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,13 +13,16 @@
 #include <functional>
 #include <initializer_list>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <posenc/detail/hf_mapping.hpp>
 #include <posenc/error.hpp>
-#include <posenc/gguf.hpp>
+#include <posenc/io/gguf.hpp>
 #include <posenc/mrope.hpp>
 #include <posenc/rope_params.hpp>
 
@@ -648,6 +652,185 @@ TEST(RopeParams, HugeMropeSectionsAreRejectedWithoutOverflow) {
   const posenc::status s = posenc::try_rope_config_from_params(p, cfg);
   EXPECT_EQ(s.code(), posenc::errc::invalid_argument);
   EXPECT_NE(s.message().find("must be 3 sections summing to rotary_dim/2=8"), std::string::npos) << s.message();
+}
+
+TEST(RopeParams, ModelHeadDimLooksUpAsBothReaders) {
+  using posenc::detail::head_dim_source;
+  using opt = std::optional<index_t>;
+  index_t d = -1;
+  EXPECT_EQ(posenc::detail::model_head_dim(opt(64), opt(192), opt(7168), opt(128), d), head_dim_source::rotary_head);
+  EXPECT_EQ(d, 64);
+  EXPECT_EQ(posenc::detail::model_head_dim({}, opt(128), opt(5120), opt(64), d), head_dim_source::head_dim);
+  EXPECT_EQ(d, 128);
+  EXPECT_EQ(posenc::detail::model_head_dim({}, {}, opt(4096), opt(32), d), head_dim_source::width_over_heads);
+  EXPECT_EQ(d, 128);
+  EXPECT_EQ(posenc::detail::model_head_dim({}, {}, opt(3), opt(4), d), head_dim_source::width_over_heads);
+  EXPECT_EQ(d, 0);  // the caller reports a width smaller than the heads
+  d = -1;
+  EXPECT_EQ(posenc::detail::model_head_dim({}, {}, {}, opt(32), d), head_dim_source::no_width);
+  EXPECT_EQ(posenc::detail::model_head_dim({}, {}, opt(4096), {}, d), head_dim_source::no_heads);
+  EXPECT_EQ(posenc::detail::model_head_dim({}, {}, opt(4096), opt(0), d), head_dim_source::no_heads);
+  EXPECT_EQ(d, -1);
+}
+
+// ------------------------------------------------------------- the Hugging Face key mapping, without JSON
+
+namespace hf = posenc::detail::hf;
+
+template <class T>
+void set(hf::config_key<T>& key, T value) {
+  key.value = std::move(value);
+}
+
+template <class T>
+void set_error(hf::config_key<T>& key) {
+  key.error = posenc::status(posenc::errc::invalid_argument, key.name + " is bad");
+}
+
+hf::config_keys llama31_keys() {
+  hf::config_keys k;
+  k.model_type = "llama";
+  set(k.top.num_attention_heads, index_t{32});
+  set(k.top.num_key_value_heads, index_t{8});
+  set(k.top.hidden_size, index_t{4096});
+  set(k.top.max_position_embeddings, index_t{131072});
+  set(k.top.rope_theta, 500000.0);
+  set(k.dict.rope_type, std::string("llama3"));
+  set(k.dict.factor, 8.0);
+  set(k.dict.low_freq_factor, 1.0);
+  set(k.dict.high_freq_factor, 4.0);
+  set(k.dict.original_max_position_embeddings, index_t{8192});
+  return k;
+}
+
+TEST(HfMapping, PlainValuesGiveTheRopeConfig) {
+  hf::mapped m;
+  ASSERT_TRUE(hf::map_config(llama31_keys(), {}, m).ok());
+  EXPECT_EQ(m.config.head_dim, 128);
+  EXPECT_EQ(m.config.rotary_dim, 128);
+  EXPECT_EQ(m.config.base, 500000.0);
+  EXPECT_EQ(m.config.style, posenc::rope_style::half_split);
+  expect_scaling_eq(m.config.scaling, posenc::rope_scaling::llama3(8.0, 1.0, 4.0, 8192));
+  EXPECT_EQ(m.rope_type, "llama3");
+  EXPECT_EQ(m.num_attention_heads, 32);
+  EXPECT_EQ(m.num_key_value_heads, 8);
+  EXPECT_EQ(m.max_position_embeddings, 131072);
+  EXPECT_EQ(m.partial_rotary_factor, 1.0);
+
+  // Defaults: no GQA, base 10000, no scaling, "default".
+  hf::config_keys bare;
+  set(bare.top.num_attention_heads, index_t{16});
+  set(bare.top.head_dim, index_t{64});
+  ASSERT_TRUE(hf::map_config(bare, {}, m).ok());
+  EXPECT_EQ(m.num_key_value_heads, 16);
+  EXPECT_EQ(m.config.base, 10000.0);
+  EXPECT_EQ(m.config.scaling.type, posenc::rope_scaling_type::none);
+  EXPECT_EQ(m.rope_type, "default");
+}
+
+TEST(HfMapping, WhichKeyWins) {
+  hf::mapped m;
+  // partial_rotary_factor: the dict's, else the model's, else GPT-NeoX's rotary_pct.
+  hf::config_keys k = llama31_keys();
+  set(k.top.rotary_pct, 0.25);
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.rotary_dim, 32);
+  set(k.top.partial_rotary_factor, 0.5);
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.rotary_dim, 64);
+  set(k.dict.partial_rotary_factor, 0.75);
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.rotary_dim, 96);
+  EXPECT_EQ(m.partial_rotary_factor, 0.75);
+  // rope_theta: the dict's, else the model's, else rotary_emb_base.
+  k = llama31_keys();
+  k.top.rope_theta = {};
+  set(k.top.rotary_emb_base, 20000.0);
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.base, 20000.0);
+  set(k.dict.rope_theta, 30000.0);
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.base, 30000.0);
+  // M: a top-level original_max_position_embeddings (Phi-3) wins over the dict's.
+  set(k.top.original_max_position_embeddings, index_t{4096});
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.scaling.original_max_positions, 4096);
+  // rope_type, else the legacy type; qk_rope_head_dim over head_dim over hidden_size / heads.
+  k = llama31_keys();
+  k.dict.rope_type = {};
+  set(k.dict.type, std::string("linear"));
+  set(k.top.head_dim, index_t{96});
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.scaling.type, posenc::rope_scaling_type::linear);
+  EXPECT_EQ(m.config.head_dim, 96);
+  set(k.top.qk_rope_head_dim, index_t{64});
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.head_dim, 64);
+}
+
+TEST(HfMapping, ReportsTheFirstErrorOfTheKeysItUses) {
+  hf::mapped m;
+  // hidden_size counts only without a head_dim, and rotary_pct only without a partial_rotary_factor.
+  hf::config_keys k = llama31_keys();
+  set(k.top.head_dim, index_t{128});
+  k.top.hidden_size.value.reset();
+  set_error(k.top.hidden_size);
+  set(k.top.partial_rotary_factor, 1.0);
+  set_error(k.top.rotary_pct);
+  EXPECT_TRUE(hf::map_config(k, {}, m).ok());
+  k.top.head_dim = {};
+  posenc::status s = hf::map_config(k, {}, m);
+  EXPECT_EQ(s.message(), "hidden_size is bad");
+  // In the order used: the head counts before the scaling keys.
+  k = llama31_keys();
+  set_error(k.dict.factor);
+  k.top.num_key_value_heads.value.reset();
+  set_error(k.top.num_key_value_heads);
+  EXPECT_EQ(hf::map_config(k, {}, m).message(), "num_key_value_heads is bad");
+  // Missing keys are named as the JSON layer names them.
+  k = llama31_keys();
+  k.top.hidden_size = hf::config_key<index_t>("text_config.hidden_size");
+  s = hf::map_config(k, {}, m);
+  EXPECT_EQ(s.message(), "posenc::rope_config_from_hf: text_config.hidden_size is missing (required for the head "
+                         "dimension: no head_dim in the config)");
+  k = llama31_keys();
+  set(k.top.hidden_size, index_t{16});
+  EXPECT_EQ(hf::map_config(k, {}, m).message(),
+            "posenc::rope_config_from_hf: hidden_size=16 is smaller than num_attention_heads=32");
+  k = llama31_keys();
+  k.dict.factor = hf::config_key<double>("rope_scaling.factor");
+  EXPECT_EQ(hf::map_config(k, {}, m).message(),
+            "posenc::rope_config_from_hf: rope_scaling.factor is missing (required for rope_type=\"llama3\")");
+}
+
+TEST(HfMapping, DeepSeekByModelTypeOrArchitecture) {
+  EXPECT_TRUE(hf::is_deepseek("deepseek_v3", {}));
+  EXPECT_TRUE(hf::is_deepseek("kimi_k2", {"DeepseekV3ForCausalLM"}));
+  EXPECT_FALSE(hf::is_deepseek("llama", {"LlamaForCausalLM"}));
+
+  hf::config_keys k;
+  k.model_type = "deepseek_v3";
+  set(k.top.num_attention_heads, index_t{128});
+  set(k.top.qk_rope_head_dim, index_t{64});
+  set(k.top.max_position_embeddings, index_t{163840});
+  set(k.dict.rope_type, std::string("yarn"));
+  set(k.dict.factor, 40.0);
+  set(k.dict.original_max_position_embeddings, index_t{4096});
+  set(k.dict.mscale_all_dim, 1.0);
+  hf::mapped m;
+  ASSERT_TRUE(hf::map_config(k, {}, m).ok());
+  EXPECT_EQ(m.config.style, posenc::rope_style::interleaved);
+  expect_scaling_eq(m.config.scaling, posenc::rope_scaling::deepseek_yarn(40.0, 4096, 1.0, 1.0));
+  // rope_interleave=false keeps HF's rotate_half; the caller's choices win over the model.
+  set(k.top.rope_interleave, false);
+  hf::choices c;
+  c.yarn = posenc::rope_yarn_variant::yarn;
+  ASSERT_TRUE(hf::map_config(k, c, m).ok());
+  EXPECT_EQ(m.config.style, posenc::rope_style::half_split);
+  EXPECT_EQ(m.config.scaling.type, posenc::rope_scaling_type::yarn);
+  c.style = posenc::rope_style::interleaved;
+  ASSERT_TRUE(hf::map_config(k, c, m).ok());
+  EXPECT_EQ(m.config.style, posenc::rope_style::interleaved);
 }
 
 }  // namespace

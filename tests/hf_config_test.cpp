@@ -1,4 +1,4 @@
-// Hugging Face config.json -> rope_config (include/posenc/hf_config.hpp): small configs shaped like those of
+// Hugging Face config.json -> rope_config (include/posenc/io/hf_config.hpp): small configs shaped like those of
 // Llama 3.1, Qwen2, Qwen3 (YaRN, transformers v5 layout), Phi-3 (LongRoPE), DeepSeek-V3 (YaRN), GPT-NeoX
 // (partial rotary) and Qwen2-VL (MRoPE) in tests/data/hf/, plus inline configs for the other rope types and
 // every rejected input. Each resulting config is compared field by field, builds a plan, and the plans are
@@ -16,8 +16,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <posenc/error.hpp>
-#include <posenc/gguf.hpp>
-#include <posenc/hf_config.hpp>
+#include <posenc/io/gguf.hpp>
+#include <posenc/io/hf_config.hpp>
 #include <posenc/mrope.hpp>
 #include <posenc/rope_params.hpp>
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <posenc/alibi.hpp>
-#include <posenc/gguf.hpp>
+#include <posenc/io/gguf.hpp>
 #include <posenc/kv_cache.hpp>
 #include <posenc/learned.hpp>
 #include <posenc/mrope.hpp>

@@ -1,6 +1,7 @@
-// npy.hpp: round trips for every dtype and format version, byte equality with numpy's np.save, the typed
-// Eigen helpers, table load/save of the learned modules, the atomic write, one crafted input per kind of
-// rejected file, and the no-throw try_ forms (same results, same messages, error codes, outputs untouched).
+// posenc/io/npy.hpp and posenc/io/npy_tensors.hpp: round trips for every dtype and format version, byte
+// equality with numpy's np.save, the typed Eigen helpers, table load/save of the learned modules, the atomic
+// write, one crafted input per kind of rejected file, and the no-throw try_ forms (same results, same messages,
+// error codes, outputs untouched).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +18,8 @@
 #include <gtest/gtest.h>
 #include <posenc/error.hpp>
 #include <posenc/learned.hpp>
-#include <posenc/npy.hpp>
+#include <posenc/io/npy.hpp>
+#include <posenc/io/npy_tensors.hpp>
 #include <posenc/relative_bias.hpp>
 
 namespace {

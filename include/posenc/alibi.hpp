@@ -55,7 +55,7 @@ struct alibi_config {
   double max_bias = 8.0;   ///< m: slopes 2^(-m(h+1)/n); 8 in the paper, BLOOM and MPT (ggml's max_bias)
   index_t head_begin = 0;  ///< first global head of this shard
   index_t head_end = -1;   ///< one past the last global head of this shard; -1 means num_heads
-  alibi_form form = alibi_form::linear;
+  alibi_form form = alibi_form::linear; ///< linear for causal decoders, symmetric for bidirectional encoders
 };
 
 namespace detail {
@@ -104,15 +104,6 @@ strided_view<T, 4> as_scores_view(const strided_view<T, R>& v) {
     return strided_view<T, 4>(v.data(), A{1, v.extent(0), v.extent(1), v.extent(2)},
                               A{0, v.stride(0), v.stride(1), v.stride(2)});
   }
-}
-
-/// Whether the memory spans of two views of any types and ranks intersect.
-template <class A, std::size_t RA, class B, std::size_t RB>
-bool alibi_spans_overlap(const strided_view<A, RA>& a, const strided_view<B, RB>& b) {
-  using bytes = strided_view<const char, 1>;
-  const bytes ba(reinterpret_cast<const char*>(a.data()), {a.required_span_size() * static_cast<index_t>(sizeof(A))});
-  const bytes bb(reinterpret_cast<const char*>(b.data()), {b.required_span_size() * static_cast<index_t>(sizeof(B))});
-  return spans_overlap(ba, bb);
 }
 
 /// Checks a (checked) scores view against the local head count and the query positions; `work` is set to
@@ -368,7 +359,7 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
       const double x = detail::simd::load_as<double>(s2(n, h));
       if (!std::isfinite(x)) return detail::fail(fn, "slopes[", n, ", ", h, "]=", x, " is not finite");
     }
-  if (detail::alibi_spans_overlap(s2, v)) return detail::fail(fn, "slopes overlap the scores");
+  if (detail::spans_overlap(s2, v)) return detail::fail(fn, "slopes overlap the scores");
   bool work = false;
   POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos, work));
   if (!work) return {};

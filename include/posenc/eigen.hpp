@@ -19,12 +19,16 @@
 
 POSENC_BEGIN_NAMESPACE
 
+/// Eigen::half is a storage type: its 2 bytes are IEEE binary16 bits.
 template <>
 struct storage_traits<Eigen::half> {
+  /// f16: widened to float exactly on load, rounded to nearest even once on store (never Eigen's operators).
   static constexpr storage_format format = storage_format::f16;
 };
+/// Eigen::bfloat16 is a storage type: its 2 bytes are the high half of an IEEE binary32.
 template <>
 struct storage_traits<Eigen::bfloat16> {
+  /// bf16: widened to float exactly on load, rounded to nearest even once on store (never Eigen's operators).
   static constexpr storage_format format = storage_format::bf16;
 };
 

@@ -55,11 +55,17 @@ class kv_slots {
     return s;
   }
 
+  /// True for paged slots (a slot per token), false for contiguous ones (a cached length per sequence).
   bool is_paged() const noexcept { return slots_ != nullptr || (start_ == nullptr && length_ >= 0); }
+  /// Contiguous: the cached length of each of the N sequences (its new tokens follow); null when paged.
   const std::int64_t* start() const noexcept { return start_; }
+  /// Paged: the slot of token (n, l) at [n * row_stride() + l], -1 to skip it; null when contiguous.
   const std::int64_t* slot_mapping() const noexcept { return slots_; }
+  /// N, the number of sequences the slots describe.
   index_t batch() const noexcept { return batch_; }
+  /// Paged: L, the new tokens per sequence; -1 when contiguous.
   index_t length() const noexcept { return length_; }
+  /// Paged: elements from sequence n's slots to sequence n + 1's (L unless given); 0 when contiguous.
   index_t row_stride() const noexcept { return stride_; }
 
  private:
@@ -145,9 +151,9 @@ status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
   POSENC_TRY(check_cache_pair(fn, "v", "v_cache", tv.in, tv.out));
   if (tk.in.extent(3) != g.head_dim)
     return fail(fn, "k head dim (extent 3)=", tk.in.extent(3), " does not match the plan's head_dim=", g.head_dim);
-  if (tv.in.extent(0) != tk.in.extent(0) || tv.in.extent(1) != tk.in.extent(1) || tv.in.extent(2) != tk.in.extent(2))
-    return fail(fn, "v (N, L, H)=(", tv.in.extent(0), ", ", tv.in.extent(1), ", ", tv.in.extent(2), ") does not match k (",
-                tk.in.extent(0), ", ", tk.in.extent(1), ", ", tk.in.extent(2), ")");
+  POSENC_TRY(check_same_tokens(fn, "v", tv.in.extent(0), tv.in.extent(1), "k", tk.in.extent(0), tk.in.extent(1)));
+  if (tv.in.extent(2) != tk.in.extent(2))
+    return fail(fn, "v heads (extent 2)=", tv.in.extent(2), " does not match k's ", tk.in.extent(2));
   if (tv.out.extent(0) != tk.out.extent(0) || tv.out.extent(1) != tk.out.extent(1))
     return fail(fn, "v_cache (extent 0, extent 1)=(", tv.out.extent(0), ", ", tv.out.extent(1), ") does not match k_cache (",
                 tk.out.extent(0), ", ", tk.out.extent(1), ")");
@@ -218,9 +224,7 @@ status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, V
   POSENC_TRY(detail::check_append(fn, freq, tk, tv, pos, slots, map, max_pos));
   POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(freq), pos, std::array<std::decay_t<decltype(tq)>, 1>{tq},
                                      {"q", "q"}, max_pos));
-  if (tq.in.extent(0) != tk.in.extent(0) || tq.in.extent(1) != tk.in.extent(1))
-    return detail::fail(fn, "q (N, L)=(", tq.in.extent(0), ", ", tq.in.extent(1), ") does not match k (", tk.in.extent(0),
-                        ", ", tk.in.extent(1), ")");
+  POSENC_TRY(detail::check_same_tokens(fn, "q", tq.in.extent(0), tq.in.extent(1), "k", tk.in.extent(0), tk.in.extent(1)));
   if (detail::spans_overlap(tq.out, tk.out) || detail::spans_overlap(tq.out, tv.out))
     return detail::fail(fn, "q overlaps a cache");
   if (max_pos < 0) return {};

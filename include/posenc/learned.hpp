@@ -3,7 +3,7 @@
 // Learned absolute position embeddings (BERT, GPT-2, OPT): a trainable [max_positions, D] table added to the
 // token embeddings, with an optional scale, layer norm and dropout, its backward pass into the input and a
 // sparse, accumulated table gradient, and a deterministic initialisation. Loading and saving the table as
-// .npy is in npy.hpp (load_npy_table / save_npy_table).
+// .npy is in posenc/io/npy_tensors.hpp (load_npy_table / save_npy_table).
 #pragma once
 
 #include <cmath>
@@ -50,9 +50,13 @@ class learned_position_embedding;
 /// without allocating. Opaque except for the accessors.
 class learned_cache {
  public:
+  /// True once a forward has filled it (backward also checks that it was this module's).
   bool filled() const { return owner_ != nullptr; }
+  /// N of the forward that filled it.
   index_t batch() const { return n_; }
+  /// L of the forward that filled it.
   index_t length() const { return l_; }
+  /// D of the module that filled it.
   index_t dim() const { return d_; }
   /// Table row (position + position_offset) of token (n, l), row-major over (N, L).
   const std::vector<index_t>& rows() const { return rows_; }
@@ -130,23 +134,31 @@ class learned_position_embedding {
   /// An empty module (no rows, dim 0), to be filled by try_create; its forward accepts only empty x.
   learned_position_embedding() = default;
 
+  /// The configuration it was built with.
   const learned_config& config() const { return cfg_; }
   /// Rows of the table: max_positions + position_offset.
   index_t rows() const { return rows_; }
+  /// D, the features per token.
   index_t dim() const { return cfg_.dim; }
 
   /// The [rows, D] table, writable (load it, or let an optimiser update it).
   strided_view<C, 2> table() { return strided_view<C, 2>(table_.data(), {rows_, cfg_.dim}); }
+  /// The [rows, D] table, read-only.
   strided_view<const C, 2> table() const { return strided_view<const C, 2>(table_.data(), {rows_, cfg_.dim}); }
-  /// Layer-norm weight and bias [D] (used only with cfg.layer_norm), writable.
+  /// Layer-norm weight [D] (used only with cfg.layer_norm), writable.
   strided_view<C, 1> gamma() { return strided_view<C, 1>(gamma_.data(), {cfg_.dim}); }
+  /// Layer-norm weight [D], read-only.
   strided_view<const C, 1> gamma() const { return strided_view<const C, 1>(gamma_.data(), {cfg_.dim}); }
+  /// Layer-norm bias [D] (used only with cfg.layer_norm), writable.
   strided_view<C, 1> beta() { return strided_view<C, 1>(beta_.data(), {cfg_.dim}); }
+  /// Layer-norm bias [D], read-only.
   strided_view<const C, 1> beta() const { return strided_view<const C, 1>(beta_.data(), {cfg_.dim}); }
 
   /// Accumulated gradient of the table [rows, D]: non-zero only in the rows listed by touched_rows().
   strided_view<const C, 2> table_grad() const { return strided_view<const C, 2>(grad_.data(), {rows_, cfg_.dim}); }
+  /// Accumulated gradient of gamma [D]; stays zero without layer norm.
   strided_view<const C, 1> gamma_grad() const { return strided_view<const C, 1>(grad_gamma_.data(), {cfg_.dim}); }
+  /// Accumulated gradient of beta [D]; stays zero without layer norm.
   strided_view<const C, 1> beta_grad() const { return strided_view<const C, 1>(grad_beta_.data(), {cfg_.dim}); }
   /// Rows that received a gradient since the last zero_grad, in first-use order (a sparse optimiser's rows).
   const std::vector<index_t>& touched_rows() const { return touched_rows_; }
@@ -174,6 +186,7 @@ class learned_position_embedding {
     for (C& v : table_) v = static_cast<C>(stddev * gen());
     return {};
   }
+  /// The throwing form of try_init_normal: argument_error with the same message.
   void init_normal(std::uint64_t seed, double stddev = 0.02) { detail::throw_if_error(try_init_normal(seed, stddev)); }
 
   /// Evaluation forward in place: x = LN(x + scale * E[p + offset]) (no dropout, nothing cached).
@@ -186,6 +199,7 @@ class learned_position_embedding {
     const auto t = detail::make_add_target(x, x);
     return run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, false, nullptr, nullptr);
   }
+  /// The throwing form of try_forward(x, pos): argument_error with the same message.
   template <class X, class Dispatch = detail::default_dispatch>
   void forward(X&& x, const positions& pos) const {
     detail::throw_if_error(try_forward<X&, Dispatch>(x, pos));
@@ -197,6 +211,7 @@ class learned_position_embedding {
     const auto t = detail::make_add_target(in, out);
     return run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, false, nullptr, nullptr);
   }
+  /// The throwing form of try_forward(in, out, pos): argument_error with the same message.
   template <class X, class Y, class Dispatch = detail::default_dispatch>
   void forward(X&& in, Y&& out, const positions& pos) const {
     detail::throw_if_error(try_forward<X&, Y&, Dispatch>(in, out, pos));
@@ -213,6 +228,7 @@ class learned_position_embedding {
     const auto t = detail::make_add_target(x, x);
     return run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, train, &rng, &cache);
   }
+  /// The throwing form of try_forward(x, pos, train, rng, cache): argument_error with the same message.
   template <class X, class Dispatch = detail::default_dispatch>
   void forward(X&& x, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
     detail::throw_if_error(try_forward<X&, Dispatch>(x, pos, train, rng, cache));
@@ -225,6 +241,7 @@ class learned_position_embedding {
     const auto t = detail::make_add_target(in, out);
     return run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, train, &rng, &cache);
   }
+  /// The throwing form of try_forward(in, out, pos, train, rng, cache): argument_error with the same message.
   template <class X, class Y, class Dispatch = detail::default_dispatch>
   void forward(X&& in, Y&& out, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
     detail::throw_if_error(try_forward<X&, Y&, Dispatch>(in, out, pos, train, rng, cache));
@@ -243,9 +260,8 @@ class learned_position_embedding {
     POSENC_TRY(detail::check_add_target(fn, "grad_out", "grad_in", cfg_.dim, t));
     if (cache.owner_ != this)
       return detail::fail(fn, cache.filled() ? "cache was filled by another module" : "cache is empty (no forward with this cache)");
-    if (t.in.extent(0) != cache.n_ || t.in.extent(1) != cache.l_)
-      return detail::fail(fn, "grad_out (N, L)=(", t.in.extent(0), ", ", t.in.extent(1),
-                          ") does not match the cached forward's (", cache.n_, ", ", cache.l_, ")");
+    POSENC_TRY(detail::check_same_tokens(fn, "grad_out", t.in.extent(0), t.in.extent(1), "the cached forward", cache.n_,
+                                         cache.l_));
     // Room for every row in touched_rows_ (reserved on construction; a copied module keeps only the size).
     if (touched_rows_.capacity() < static_cast<std::size_t>(rows_))
       POSENC_TRY(detail::guard_alloc(fn, [&]() -> status {
@@ -306,6 +322,7 @@ class learned_position_embedding {
     }
     return {};
   }
+  /// The throwing form of try_backward: argument_error with the same message.
   template <class G, class GX>
   void backward(G&& grad_out, GX&& grad_in, const learned_cache& cache) {
     detail::throw_if_error(try_backward<G&, GX&>(grad_out, grad_in, cache));

@@ -39,9 +39,11 @@ class mrope_positions {
   /// No tokens (a shared array of length 0): a placeholder, e.g. for try_slice's `out`.
   mrope_positions() noexcept = default;
 
+  /// (N, 3, L) row-major ids: axis a (0 t, 1 h, 2 w) of token (n, l) at ids[(3 * n + a) * L + l].
   static mrope_positions per_token(const std::int64_t* ids, index_t batch, index_t length) {
     return mrope_positions(ids, batch, length, 3 * length, length);
   }
+  /// One (3, L) array for every sequence of the batch: axis a of token l at ids[a * L + l].
   static mrope_positions shared(const std::int64_t* ids, index_t length) {
     return mrope_positions(ids, -1, length, 0, length);
   }
@@ -51,10 +53,14 @@ class mrope_positions {
     const std::int64_t* b = ids_ + n * batch_stride_ + l;
     return {b[0], b[axis_stride_], b[2 * axis_stride_]};
   }
+  /// The t id of token (0, 0); null for the placeholder.
   const std::int64_t* data() const { return ids_; }
   index_t batch() const { return batch_; }  ///< -1 when shared
+  /// L, the tokens per sequence.
   index_t length() const { return length_; }
+  /// Elements from a sequence's ids to the next's: 3 * L of the whole array for per_token, 0 for shared.
   index_t batch_stride() const { return batch_stride_; }
+  /// Elements from an axis's ids to the next's: L of the whole array (a slice keeps it).
   index_t axis_stride() const { return axis_stride_; }
 
   /// Sequences [n_begin, n_begin + n_count) and tokens [l_begin, l_begin + l_count), no copy (a thread's share
@@ -135,8 +141,11 @@ class mrope_plan {
     });
   }
 
+  /// The frequency plan: geometry, frequencies, magnitude.
   const rope_plan& plan() const { return plan_; }
+  /// (T, H, W): the pairs of each axis, summing to plan().pairs().
   const std::array<index_t, 3>& sections() const { return sections_; }
+  /// How the sections assign pairs to axes.
   mrope_layout layout() const { return layout_; }
   /// Axis (0 = t, 1 = h, 2 = w) of each pair.
   const std::vector<std::uint8_t>& axis() const { return axis_; }
@@ -156,7 +165,7 @@ class mrope_plan {
 inline status try_make_sectioned_rope_plan(index_t head_dim, double base, std::array<index_t, 3> sections,
                                            rope_style style, rope_plan& out) noexcept {
   constexpr const char* fn = "make_sectioned_rope_plan";
-  if (!(std::isfinite(base) && base > 1.0)) return detail::fail(fn, "base=", base, " must be finite and > 1");
+  POSENC_TRY(detail::check_base(fn, base));
   // The sum saturates at INT64_MAX/2 (reported as such): huge sections fail the head_dim check without overflow.
   constexpr index_t cap = std::numeric_limits<index_t>::max() / 2;
   index_t pairs = 0;

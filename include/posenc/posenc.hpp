@@ -1,10 +1,11 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 //
-// The umbrella header: every public posenc API. Engines that want less include one header per encoding.
+// The umbrella header: every public posenc API except the optional utilities (posenc/io/ for .npy files,
+// posenc/compat/ for the Python-API counterparts, posenc/io/hf_config.hpp, which needs nlohmann/json, and
+// posenc/io/gguf.hpp). Engines that want less include one header per encoding.
 #pragma once
 
 #include "posenc/alibi.hpp"        // IWYU pragma: export
-#include "posenc/compat.hpp"       // IWYU pragma: export
 #include "posenc/config.hpp"       // IWYU pragma: export
 #include "posenc/dispatch.hpp"     // IWYU pragma: export
 #include "posenc/eigen.hpp"        // IWYU pragma: export
@@ -22,5 +23,6 @@
 #include "posenc/status.hpp"       // IWYU pragma: export
 #include "posenc/storage.hpp"      // IWYU pragma: export
 #include "posenc/tensor_view.hpp"  // IWYU pragma: export
+#include "posenc/types.hpp"        // IWYU pragma: export
 #include "posenc/version.hpp"      // IWYU pragma: export
 #include "posenc/xpos.hpp"         // IWYU pragma: export

@@ -28,6 +28,7 @@ status validate_positions(const char* fn, const positions& p, index_t n, index_t
 /// ```
 class positions {
  public:
+  /// The three forms, named as their factories.
   enum class form { offset, per_sequence, per_token };
 
   /// Positions start .. start+L-1 in every sequence (tiny-llm's `offset` slice, a KV-cache length).
@@ -38,15 +39,18 @@ class positions {
   }
   /// Sequence n gets offsets[n] .. offsets[n]+L-1 (continuous batching); `count` must equal N.
   static positions per_sequence(const std::int64_t* offsets, index_t count) { return make(form::per_sequence, offsets, nullptr, count, 1, 1); }
+  /// As above, with 32-bit offsets.
   static positions per_sequence(const std::int32_t* offsets, index_t count) { return make(form::per_sequence, nullptr, offsets, count, 1, 1); }
   /// Token (n, l) gets ids[n * row_stride + l] (HF `position_ids` of shape (N, L)); row_stride defaults to L.
   static positions per_token(const std::int64_t* ids, index_t batch, index_t length, index_t row_stride = -1) {
     return make(form::per_token, ids, nullptr, batch, length, row_stride < 0 ? length : row_stride);
   }
+  /// As above, with 32-bit ids.
   static positions per_token(const std::int32_t* ids, index_t batch, index_t length, index_t row_stride = -1) {
     return make(form::per_token, nullptr, ids, batch, length, row_stride < 0 ? length : row_stride);
   }
 
+  /// Which factory made it: offset, per_sequence or per_token.
   form kind() const { return form_; }
 
   /// Position of token (n, l); no checks (see detail::validate_positions).
@@ -108,8 +112,12 @@ class positions {
     return {};
   }
 
+  /// N, the sequences of a per_sequence or per_token form (offsets, or rows of ids); 0 for an offset.
   index_t count() const { return count_; }
+  /// L, the ids per sequence of a per_token form; not used by the others (0 for offset, 1 for per_sequence).
   index_t length() const { return length_; }
+  /// The first position of an offset form; for per_sequence, what a slice adds to every offset (l_begin); 0 for
+  /// per_token.
   index_t start() const { return start_; }
 
  private:

@@ -31,11 +31,14 @@ POSENC_BEGIN_NAMESPACE
 
 /// How values become codes: x ~= code * scale.
 struct quant_spec {
+  /// int8 (std::int8_t codes) or fp8_e4m3 / fp8_e5m2 (std::uint8_t codes).
   quant_format format = quant_format::int8;
   /// Per-head scales [H] at scales[h * scale_stride] (scale_stride 0: one scale for the tensor), finite and
   /// > 0. nullptr, int8 only: dynamic, one scale per token and head, written to the call's scales output.
   const float* scales = nullptr;
+  /// Elements from head h's scale to head h+1's, >= 0; 0 gives every head scales[0] (one per tensor).
   index_t scale_stride = 1;
+  /// True when scales is null: int8 with a scale per token and head, computed and written out.
   bool dynamic() const { return scales == nullptr; }
 };
 

@@ -33,7 +33,7 @@ POSENC_BEGIN_NAMESPACE
 /// The bucketing of one T5 attention layer. T5 encoders are bidirectional, decoders causal; T5 uses 32
 /// buckets and max_distance 128 (`relative_attention_num_buckets`, `relative_attention_max_distance`).
 struct t5_bucket_config {
-  bool bidirectional = true;
+  bool bidirectional = true;   ///< true: encoder, keys before and after the query; false: causal
   index_t num_buckets = 32;    ///< total buckets; bidirectional splits them (floor(num_buckets/2) per direction)
   index_t max_distance = 128;  ///< distances >= max_distance share the last bucket of their direction
 };
@@ -98,17 +98,6 @@ strided_view<T, 4> t5_as_4d(const strided_view<T, R>& v) {
   }
 }
 
-/// Whether the elements a view spans share a byte with `count` contiguous elements at `p`.
-template <class T, std::size_t R, class C>
-bool t5_overlaps_table(const strided_view<T, R>& v, const C* p, std::size_t count) {
-  if (v.empty() || count == 0) return false;
-  const auto* a0 = reinterpret_cast<const char*>(v.data());
-  const auto* a1 = a0 + v.required_span_size() * static_cast<index_t>(sizeof(T));
-  const auto* b0 = reinterpret_cast<const char*>(p);
-  const auto* b1 = b0 + count * sizeof(C);
-  return a0 < b1 && b0 < a1;
-}
-
 struct t5_bias_access;
 
 }  // namespace detail
@@ -127,8 +116,8 @@ struct t5_bias_access;
 ///
 /// **Example**
 /// ```
-/// posenc::t5_relative_bucket(-20, true);    // 11: 20 tokens back, log bucket of the "past" half
-/// posenc::t5_relative_bucket(20, true);     // 27 = 16 + 11
+/// posenc::t5_relative_bucket(-20, true);    // 10: 20 tokens back, log bucket of the "past" half
+/// posenc::t5_relative_bucket(20, true);     // 26 = 16 + 10
 /// posenc::t5_relative_bucket(5, false);     // 0: a causal decoder puts every future key in bucket 0
 /// ```
 ///
@@ -223,17 +212,22 @@ class t5_relative_bias {
   /// reject it.
   t5_relative_bias() = default;
 
+  /// The bucketing it was built with.
   const t5_bucket_config& config() const { return cfg_; }
+  /// H, the columns of the table.
   index_t num_heads() const { return heads_; }
+  /// The rows of the table (config().num_buckets).
   index_t num_buckets() const { return cfg_.num_buckets; }
   /// Whether this is the default-constructed module without a table.
   bool empty() const { return heads_ == 0; }
 
   /// The [num_buckets, H] table, writable (load it, or let an optimiser update it).
   strided_view<C, 2> table() { return strided_view<C, 2>(table_.data(), {cfg_.num_buckets, heads_}); }
+  /// The [num_buckets, H] table, read-only.
   strided_view<const C, 2> table() const { return strided_view<const C, 2>(table_.data(), {cfg_.num_buckets, heads_}); }
   /// The accumulated [num_buckets, H] gradient of the table.
   strided_view<const C, 2> table_grad() const { return strided_view<const C, 2>(grad_.data(), {cfg_.num_buckets, heads_}); }
+  /// Zeroes the accumulated table gradient.
   void zero_grad() {
     for (C& g : grad_) g = C(0);
   }
@@ -274,7 +268,7 @@ class t5_relative_bias {
     static_assert(detail::simd::is_storage_v<T>, "posenc::t5_relative_bias::forward: float, double, half or bfloat16");
     POSENC_TRY(check_module(fn));
     POSENC_TRY(check(fn, "bias", vo, true, query_offset));
-    if (detail::t5_overlaps_table(vo, table_.data(), table_.size())) return detail::fail(fn, "bias overlaps the table");
+    if (detail::spans_overlap(vo, table_.data(), table_.size())) return detail::fail(fn, "bias overlaps the table");
     if (vo.empty()) return {};
     run<Dispatch>(std::false_type{}, detail::t5_as_4d(vo), positions::offset(query_offset));
     return {};
@@ -385,7 +379,7 @@ struct t5_bias_access {
       return fail(fn, "query offset=", query_pos.start(), " must be >= 0");
     index_t max_pos = -1;
     POSENC_TRY(validate_positions(fn, query_pos, v.extent(0), v.extent(2), max_pos));
-    if (t5_overlaps_table(sv, rel.table_.data(), rel.table_.size())) return fail(fn, "scores overlap the table");
+    if (spans_overlap(sv, rel.table_.data(), rel.table_.size())) return fail(fn, "scores overlap the table");
     if (max_pos < 0 || v.extent(3) == 0) return {};
     rel.template run<Dispatch>(std::true_type{}, v, query_pos);
     return {};

@@ -59,10 +59,13 @@ class rope_cache {
     return {};
   }
 
+  /// The plan the table was built from.
   const rope_plan& plan() const { return plan_; }
+  /// Rows of the table: positions 0 .. max_positions-1 (a larger one is rejected).
   index_t max_positions() const { return max_positions_; }
   /// Row p holds m*cos(p*w_i) for i = 0 .. R/2-1.
   const C* cos_data() const { return cos_.data(); }
+  /// Row p holds m*sin(p*w_i) for i = 0 .. R/2-1.
   const C* sin_data() const { return sin_.data(); }
 
   /// An empty cache (no plan, no positions), to be filled by try_create.
@@ -98,10 +101,10 @@ class rope_cache {
 
 /// Where the rotated window sits and how it pairs features: what a cos/sin table does not say by itself.
 struct rope_geometry {
-  index_t head_dim = 0;
+  index_t head_dim = 0;       ///< D, the head dim the table is applied to (extent 3 of x)
   index_t rotary_dim = 0;     ///< R, even; 0 means head_dim
   index_t rotary_offset = 0;  ///< where the window starts inside the head
-  rope_style style = rope_style::half_split;
+  rope_style style = rope_style::half_split; ///< how the rotated features pair up
 };
 
 /// A non-owning view of an engine's own cos/sin table, accepted wherever a rope_cache is: pair i (< R/2) of
@@ -121,6 +124,8 @@ template <class C>
 class rope_table_view {
  public:
   rope_table_view() = default;
+  /// Any layout: pair i of position p at cos[p * row_stride + i * pair_stride] (sin likewise), strides in
+  /// elements. Nothing is checked until a call uses it.
   rope_table_view(const C* cos, const C* sin, index_t max_positions, index_t row_stride, index_t pair_stride,
                   const rope_geometry& g) noexcept
       : cos_(cos), sin_(sin), max_positions_(max_positions), row_stride_(row_stride), pair_stride_(pair_stride), geom_(g) {}
@@ -140,11 +145,17 @@ class rope_table_view {
     return {table, table + 1, max_positions, rotary(g), 2, g};
   }
 
+  /// cos of pair 0 of position 0.
   const C* cos_data() const noexcept { return cos_; }
+  /// sin of pair 0 of position 0.
   const C* sin_data() const noexcept { return sin_; }
+  /// Positions 0 .. max_positions-1 are in the table (a larger one is rejected).
   index_t max_positions() const noexcept { return max_positions_; }
+  /// Elements from a position to the next, in cos (and in sin).
   index_t row_stride() const noexcept { return row_stride_; }
+  /// Elements from a pair to the next within a row.
   index_t pair_stride() const noexcept { return pair_stride_; }
+  /// Where the rotated window sits and how it pairs features.
   const rope_geometry& geometry() const noexcept { return geom_; }
 
  private:
@@ -201,11 +212,7 @@ status check_source(const char* fn, const rope_table_view<C>& t) {
   static_assert(is_storage_v<C>, "posenc::rope_table_view: float, double or a 16-bit storage type");
   const rope_geometry& g = t.geometry();
   const index_t r = g.rotary_dim ? g.rotary_dim : g.head_dim;
-  if (g.head_dim <= 0) return fail(fn, "table geometry head_dim=", g.head_dim, " must be > 0");
-  if (r <= 0 || r % 2 != 0 || r > g.head_dim)
-    return fail(fn, "table geometry rotary_dim=", r, " must be even, > 0 and <= head_dim=", g.head_dim);
-  if (g.rotary_offset < 0 || g.rotary_offset > g.head_dim - r)
-    return fail(fn, "table geometry rotary_offset=", g.rotary_offset, " with rotary_dim=", r, " does not fit head_dim=", g.head_dim);
+  POSENC_TRY(check_window(fn, g.head_dim, r, g.rotary_offset, "table geometry "));
   if (t.max_positions() < 0) return fail(fn, "table max_positions=", t.max_positions(), " must be >= 0");
   if (t.row_stride() < 0 || t.pair_stride() < 0)
     return fail(fn, "table strides (row ", t.row_stride(), ", pair ", t.pair_stride(), ") must be >= 0");
@@ -245,12 +252,10 @@ status check_targets(const char* fn, index_t head_dim, const std::array<rope_io<
                      const std::array<const char*, 2 * K>& names) {
   for (std::size_t k = 0; k < K; ++k) POSENC_TRY(check_target(fn, names[2 * k], names[2 * k + 1], head_dim, targets[k]));
   for (std::size_t k = 1; k < K; ++k) {
-    if (targets[k].in.extent(0) != targets[0].in.extent(0) || targets[k].in.extent(1) != targets[0].in.extent(1))
-      return fail(fn, names[2 * k], " (N, L)=(", targets[k].in.extent(0), ", ", targets[k].in.extent(1),
-                  ") does not match ", names[0], " (N, L)=(", targets[0].in.extent(0), ", ", targets[0].in.extent(1), ")");
-    if (!targets[k].out.empty() &&
-        static_cast<const void*>(targets[k].out.data()) == static_cast<const void*>(targets[0].out.data()))
-      return fail(fn, names[2 * k + 1], " and ", names[1], " are the same tensor");
+    POSENC_TRY(check_same_tokens(fn, names[2 * k], targets[k].in.extent(0), targets[k].in.extent(1), names[0],
+                                 targets[0].in.extent(0), targets[0].in.extent(1)));
+    if (!targets[k].out.empty())
+      POSENC_TRY(check_distinct(fn, names[2 * k + 1], targets[k].out.data(), names[1], targets[0].out.data()));
   }
   return {};
 }
@@ -406,7 +411,9 @@ void apply_rope_backward(const F& freq, X&& grad, const positions& pos) {
   detail::throw_if_error(try_apply_rope_backward<F, X&, void, Dispatch>(freq, grad, pos));
 }
 
-/// Backward pass out of place: grad_in = R(-theta)^T-scaled grad_out.
+/// Backward pass out of place: grad_in = m * R(theta)^T grad_out = m * R(-theta) grad_out, where R(theta) is the
+/// forward rotation (theta = p * w_i per pair) and m the magnitude; features outside the rotated window are
+/// copied. `grad_in` must not overlap `grad_out`.
 template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
 status try_apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) noexcept {
   const auto t = detail::make_target(grad_out, grad_in);

@@ -35,15 +35,6 @@ inline index_t layout_source_index(index_t f, index_t rotary_dim, rope_style fro
   return (f % 2) * half + f / 2;                                                   // from half-split
 }
 
-inline status check_window(const char* fn, index_t head_dim, index_t rotary_dim, index_t rotary_offset) {
-  if (head_dim <= 0) return fail(fn, "head_dim=", head_dim, " must be > 0");
-  if (rotary_dim <= 0 || rotary_dim % 2 != 0) return fail(fn, "rotary_dim=", rotary_dim, " must be even and > 0");
-  if (rotary_dim > head_dim) return fail(fn, "rotary_dim=", rotary_dim, " exceeds head_dim=", head_dim);
-  if (rotary_offset < 0 || rotary_offset > head_dim - rotary_dim)
-    return fail(fn, "rotary_offset=", rotary_offset, " with rotary_dim=", rotary_dim, " does not fit head_dim=", head_dim);
-  return {};
-}
-
 /// The checks of a rotation by a plan: non-empty plan, then check_rope_call; `max_pos` as there.
 template <class In, class Out, std::size_t K>
 status check_plan_call(const char* fn, const rope_plan& plan, const positions& pos,

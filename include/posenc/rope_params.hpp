@@ -56,7 +56,7 @@ struct rope_params {
   double partial_rotary_factor = 1.0;  ///< in (0, 1]; used when rotary_dim is 0 (HF partial_rotary_factor)
   index_t rotary_offset = 0;           ///< where the window starts inside the head
   double base = 10000.0;               ///< rope_theta / `<arch>.rope.freq_base`
-  rope_style style = rope_style::half_split;
+  rope_style style = rope_style::half_split; ///< how the rotated features pair up
 
   // ---- scaling
   /// As the file names it: Hugging Face `rope_type` ("default", "linear", "dynamic", "yarn", "longrope",
@@ -72,7 +72,7 @@ struct rope_params {
   std::optional<double> mscale;        ///< absent: 0 (yarn) or 1 (deepseek)
   std::optional<double> mscale_all_dim;///< absent: 0
   bool truncate = true;                ///< HF `truncate`; ggml always truncates
-  rope_yarn_variant yarn_variant = rope_yarn_variant::yarn;
+  rope_yarn_variant yarn_variant = rope_yarn_variant::yarn; ///< which YaRN a "yarn" scaling_type becomes
   /// llama.cpp `yarn_ext_factor`: the weight of the extrapolated frequencies in YaRN's ramp. Hugging Face's
   /// YaRN is 1 (ggml's default for YaRN); other values are rejected.
   std::optional<double> ext_factor;
@@ -84,17 +84,17 @@ struct rope_params {
   /// magnitude, so any other scaling with a value other than 1 is rejected.
   std::optional<double> attn_factor;
   // Llama 3
-  std::optional<double> low_freq_factor;
-  std::optional<double> high_freq_factor;
+  std::optional<double> low_freq_factor;  ///< llama3: required
+  std::optional<double> high_freq_factor; ///< llama3: required
   // LongRoPE: rotary_dim/2 entries each
-  std::vector<double> short_factor;
-  std::vector<double> long_factor;
+  std::vector<double> short_factor;       ///< longrope: required
+  std::vector<double> long_factor;        ///< longrope: required
   // Policies the files do not state
-  dynamic_ntk_policy ntk_policy = dynamic_ntk_policy::per_length;
-  longrope_policy long_policy = longrope_policy::per_length;
+  dynamic_ntk_policy ntk_policy = dynamic_ntk_policy::per_length; ///< dynamic: when the base is re-evaluated
+  longrope_policy long_policy = longrope_policy::per_length;      ///< longrope: when the long factors apply
 
   // ---- MRoPE (Qwen2-VL family): pairs per temporal, height, width axis, summing to rotary_dim/2; empty = none
-  std::vector<index_t> mrope_section;
+  std::vector<index_t> mrope_section; ///< pairs per (t, h, w) axis, summing to R/2 (HF `mrope_section`); empty = none
   bool mrope_interleaved = false;  ///< Qwen3-VL (mrope_layout::interleaved); else chunked
 
   /// Per-pair divisors after the scaling, w_i / f_i (ggml's `rope_freqs` tensor); empty = none.
@@ -150,6 +150,31 @@ inline std::string format_sections(const std::vector<index_t>& s) {
   std::string out = "[";
   for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
   return out + "]";
+}
+
+/// Where model_head_dim found the head dim, or which fact it lacked.
+enum class head_dim_source { rotary_head, head_dim, width_over_heads, no_width, no_heads };
+
+/// A model's head dim, looked up in the order Hugging Face and llama.cpp both use: the rotary head of an MLA
+/// model (DeepSeek-V2/V3: HF `qk_rope_head_dim`, GGUF deepseek2's `rope.dimension_count`), else the stated head
+/// dim (`head_dim`; `attention.key_length`), else the width over the heads (`hidden_size / num_attention_heads`;
+/// `embedding_length / attention.head_count`), in integer division as both. Sets `out` (0 when the width is
+/// smaller than the heads) unless the width, or the head count (absent or 0), is missing; the caller words the
+/// error, naming its file's keys.
+inline head_dim_source model_head_dim(std::optional<index_t> rotary_head, std::optional<index_t> head_dim,
+                                      std::optional<index_t> width, std::optional<index_t> heads, index_t& out) {
+  if (rotary_head) {
+    out = *rotary_head;
+    return head_dim_source::rotary_head;
+  }
+  if (head_dim) {
+    out = *head_dim;
+    return head_dim_source::head_dim;
+  }
+  if (!width) return head_dim_source::no_width;
+  if (!heads || *heads == 0) return head_dim_source::no_heads;
+  out = *width / *heads;
+  return head_dim_source::width_over_heads;
 }
 
 /// make_rope_plan is the one validator of a rope_config (base, factor ranges, llama3 bands, array lengths, a

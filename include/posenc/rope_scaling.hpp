@@ -12,19 +12,15 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/detail/check.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/math/scaling.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
+#include "posenc/types.hpp"
 
 POSENC_BEGIN_NAMESPACE
-
-/// How the rotated features pair up.
-enum class rope_style {
-  interleaved,  ///< (x[2i], x[2i+1]): RoFormer, GPT-J, MLX/tiny-llm "traditional", ggml mode 0
-  half_split,   ///< (x[i], x[i + R/2]): GPT-NeoX, Llama, Qwen2 (HF rotate_half), ggml NEOX mode
-};
 
 enum class rope_scaling_type {
   none,           ///< w_i = base^(-2i/R)
@@ -54,10 +50,10 @@ enum class longrope_policy {
 /// The scaling part of a RoPE configuration. Build one with the named constructors; fields not used by
 /// `type` are ignored. Field names follow Hugging Face `rope_scaling` keys.
 struct rope_scaling {
-  rope_scaling_type type = rope_scaling_type::none;
+  rope_scaling_type type = rope_scaling_type::none; ///< the method; the fields it does not use are ignored
   double factor = 1.0;                  ///< linear, ntk (base_rescale_factor), dynamic_ntk, yarn, llama3, longrope
   index_t original_max_positions = 0;   ///< M: dynamic_ntk, yarn, llama3, longrope
-  dynamic_ntk_policy ntk_policy = dynamic_ntk_policy::per_length;
+  dynamic_ntk_policy ntk_policy = dynamic_ntk_policy::per_length; ///< dynamic_ntk: when the base is re-evaluated
   double beta_fast = 32.0;              ///< yarn
   double beta_slow = 1.0;               ///< yarn
   bool truncate = true;                 ///< yarn: floor/ceil the correction range (HF default)
@@ -68,7 +64,7 @@ struct rope_scaling {
   double high_freq_factor = 4.0;        ///< llama3
   std::vector<double> short_factor;     ///< longrope, R/2 entries
   std::vector<double> long_factor;      ///< longrope, R/2 entries
-  longrope_policy long_policy = longrope_policy::per_length;
+  longrope_policy long_policy = longrope_policy::per_length; ///< longrope: when the long factors apply
 
   /// Position interpolation: w_i / factor (Chen et al. 2023; HF "linear").
   static rope_scaling linear(double factor) {
@@ -144,12 +140,12 @@ struct rope_scaling {
 
 /// A model's RoPE configuration; `make_rope_plan` turns it into frequencies.
 struct rope_config {
-  index_t head_dim = 0;
+  index_t head_dim = 0;       ///< D, the head dim (extent 3 of x); > 0
   index_t rotary_dim = 0;     ///< R, even; 0 means head_dim (HF: head_dim * partial_rotary_factor)
   index_t rotary_offset = 0;  ///< where the rotated window starts inside the head
   double base = 10000.0;      ///< rope_theta
-  rope_style style = rope_style::half_split;
-  rope_scaling scaling;
+  rope_style style = rope_style::half_split; ///< how the rotated features pair up
+  rope_scaling scaling;                      ///< the context extension; none by default
   /// Per-pair divisors applied after the scaling, w_i / f_i (ggml's `rope_freqs` tensor); empty = none.
   std::vector<double> freq_factors;
 };
@@ -174,16 +170,23 @@ class rope_plan {
     return out.try_assign(head_dim, std::move(inv_freq), style, rotary_offset, magnitude, logit_scale);
   }
 
+  /// D, the head dim the plan applies to (extent 3 of x).
   index_t head_dim() const { return head_dim_; }
+  /// R = 2 * pairs(), the rotated features (0 only for an empty plan).
   index_t rotary_dim() const { return static_cast<index_t>(2 * inv_freq_.size()); }
+  /// Where the rotated window [rotary_offset, rotary_offset + R) starts inside the head.
   index_t rotary_offset() const { return rotary_offset_; }
+  /// R/2: the rotated pairs, one frequency each.
   index_t pairs() const { return static_cast<index_t>(inv_freq_.size()); }
+  /// How the rotated features pair up.
   rope_style style() const { return style_; }
   /// Multiplies cos and sin (YaRN/LongRoPE "attention factor").
   double magnitude() const { return magnitude_; }
   /// Multiplies the attention logits q.k/sqrt(d) (DeepSeek YaRN's mscale^2); 1 for every other variant.
   double logit_scale() const { return logit_scale_; }
+  /// w_i, i = 0 .. R/2-1, in radians per position, after the scaling and freq_factors.
   const std::vector<double>& inv_freq() const { return inv_freq_; }
+  /// True for a default-constructed plan (no pairs); the apply functions reject it.
   bool empty() const { return inv_freq_.empty(); }
 
  private:
@@ -194,10 +197,7 @@ class rope_plan {
     constexpr const char* fn = "rope_plan";
     if (head_dim <= 0) return detail::fail(fn, "head_dim=", head_dim, " must be > 0");
     if (inv_freq.empty()) return detail::fail(fn, "inv_freq is empty (rotary_dim=0)");
-    const auto r = static_cast<index_t>(2 * inv_freq.size());
-    if (rotary_offset < 0 || rotary_offset > head_dim - r)
-      return detail::fail(fn, "rotary_offset=", rotary_offset, " with rotary_dim=", r,
-                                     " does not fit head_dim=", head_dim);
+    POSENC_TRY(detail::check_window(fn, head_dim, static_cast<index_t>(2 * inv_freq.size()), rotary_offset));
     for (std::size_t i = 0; i < inv_freq.size(); ++i)
       if (!std::isfinite(inv_freq[i])) return detail::fail(fn, "inv_freq[", i, "]=", inv_freq[i], " is not finite");
     if (!(std::isfinite(magnitude) && magnitude > 0.0))
@@ -249,15 +249,10 @@ inline status try_make_rope_plan(const rope_config& cfg, index_t seq_len, rope_p
   const rope_scaling& s = cfg.scaling;
   const index_t d = cfg.head_dim;
   const index_t r = cfg.rotary_dim == 0 ? d : cfg.rotary_dim;
-  if (d <= 0) return fail(fn, "head_dim=", d, " must be > 0");
-  if (r < 0 || r % 2 != 0) {
-    if (cfg.rotary_dim == 0) return fail(fn, "rotary_dim=0 means head_dim=", d, ", which is odd: set an even rotary_dim");
-    return fail(fn, "rotary_dim=", r, " must be even and > 0");
-  }
-  if (r > d) return fail(fn, "rotary_dim=", r, " exceeds head_dim=", d);
-  if (cfg.rotary_offset < 0 || cfg.rotary_offset > d - r)
-    return fail(fn, "rotary_offset=", cfg.rotary_offset, " with rotary_dim=", r, " does not fit head_dim=", d);
-  if (!(std::isfinite(cfg.base) && cfg.base > 1.0)) return fail(fn, "base=", cfg.base, " must be finite and > 1");
+  if (d > 0 && cfg.rotary_dim == 0 && d % 2 != 0)
+    return fail(fn, "rotary_dim=0 means head_dim=", d, ", which is odd: set an even rotary_dim");
+  POSENC_TRY(check_window(fn, d, r, cfg.rotary_offset));
+  POSENC_TRY(check_base(fn, cfg.base));
   if (seq_len < 0) return fail(fn, "seq_len=", seq_len, " must be >= 0");
   const index_t pairs = r / 2;
   const auto needs_factor = s.type != rope_scaling_type::none;

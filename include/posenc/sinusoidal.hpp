@@ -39,7 +39,7 @@ enum class sinusoidal_layout {
 struct sinusoidal_config {
   index_t dim = 0;          ///< D, the model dimension; odd D is rejected (there is no cos for the last sin)
   double base = 10000.0;    ///< 10000 in every reference (tensor2tensor's max_timescale)
-  sinusoidal_layout layout = sinusoidal_layout::interleaved;
+  sinusoidal_layout layout = sinusoidal_layout::interleaved; ///< where sin and cos go; it also fixes w_i
   /// fairseq `padding_idx`: the row of this position is all zeros (fairseq zeroes weights[padding_idx]).
   /// With make_padded_positions, non-padding tokens then take positions padding_idx + 1, padding_idx + 2, ...
   /// and padding tokens take padding_idx itself, so they receive nothing.
@@ -50,7 +50,7 @@ namespace detail {
 
 inline status check_sinusoidal_config(const char* fn, const sinusoidal_config& cfg) {
   if (cfg.dim <= 0 || cfg.dim % 2 != 0) return fail(fn, "dim=", cfg.dim, " must be even and > 0");
-  if (!(std::isfinite(cfg.base) && cfg.base > 1.0)) return fail(fn, "base=", cfg.base, " must be finite and > 1");
+  POSENC_TRY(check_base(fn, cfg.base));
   if (cfg.layout != sinusoidal_layout::interleaved && cfg.layout != sinusoidal_layout::concat)
     return fail(fn, "layout=", static_cast<int>(cfg.layout), " is not a sinusoidal_layout");
   if (cfg.padding_idx && *cfg.padding_idx < 0) return fail(fn, "padding_idx=", *cfg.padding_idx, " must be >= 0");
@@ -301,8 +301,11 @@ class sinusoidal_embedding {
   /// An empty module (dim 0, no positions), to be filled by try_create; its forward accepts only empty x.
   sinusoidal_embedding() = default;
 
+  /// The configuration the table was built from.
   const sinusoidal_config& config() const { return cfg_; }
+  /// Rows of the table: positions 0 .. max_len-1.
   index_t max_len() const { return max_len_; }
+  /// The dropout probability of training mode, in [0, 1].
   double dropout() const { return dropout_; }
   /// The [max_len, D] table (read-only: it is a constant of the encoding, not a parameter).
   strided_view<const C, 2> table() const { return strided_view<const C, 2>(table_.data(), {max_len_, cfg_.dim}); }
@@ -320,6 +323,7 @@ class sinusoidal_embedding {
   status try_forward(X&& x, const positions& pos) const noexcept {
     return run<Dispatch>(x, pos, false, nullptr);
   }
+  /// try_forward(x, pos) with positions 0 .. L-1.
   template <class X, class Dispatch = detail::default_dispatch>
   status try_forward(X&& x) const noexcept {
     return run<Dispatch>(x, positions::offset(0), false, nullptr);
@@ -340,6 +344,7 @@ class sinusoidal_embedding {
   status try_forward(X&& x, bool train, std::mt19937_64& rng, const positions& pos) const noexcept {
     return run<Dispatch>(x, pos, train, &rng);
   }
+  /// try_forward(x, train, rng, pos) with positions 0 .. L-1.
   template <class X, class Dispatch = detail::default_dispatch>
   status try_forward(X&& x, bool train, std::mt19937_64& rng) const noexcept {
     return run<Dispatch>(x, positions::offset(0), train, &rng);

@@ -40,13 +40,18 @@ enum class errc : int {
 class [[nodiscard]] status {
  public:
   status() noexcept = default;
+  /// A status of `code` holding a copy of `message` (an ok code holds none). If the copy cannot be allocated,
+  /// the code is kept and the message says so.
   status(errc code, std::string_view message) noexcept : code_(code) { assign(message); }
+  /// Copies o's code and message (allocating, as the constructor above; never throws).
   status(const status& o) noexcept : code_(o.code_) { assign(o.message()); }
+  /// Takes o's message without copying; o is left ok, with no message.
   status(status&& o) noexcept : code_(o.code_), msg_(o.msg_), len_(o.len_) {
     o.code_ = errc::ok;
     o.msg_ = nullptr;
     o.len_ = 0;
   }
+  /// Frees this message, then copies o's code and message (as the copy constructor).
   status& operator=(const status& o) noexcept {
     if (this != &o) {
       release();
@@ -55,6 +60,7 @@ class [[nodiscard]] status {
     }
     return *this;
   }
+  /// Frees this message and takes o's without copying; o is left ok, with no message.
   status& operator=(status&& o) noexcept {
     if (this != &o) {
       release();
@@ -69,8 +75,11 @@ class [[nodiscard]] status {
   }
   ~status() { release(); }
 
+  /// True when code() is errc::ok.
   bool ok() const noexcept { return code_ == errc::ok; }
+  /// ok(): `if (!s)` tests for an error.
   explicit operator bool() const noexcept { return ok(); }
+  /// What went wrong; errc::ok on success.
   errc code() const noexcept { return code_; }
   /// Empty when ok.
   std::string_view message() const noexcept { return msg_ ? std::string_view(msg_, len_) : std::string_view(); }

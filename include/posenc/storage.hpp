@@ -36,14 +36,19 @@ enum class storage_format {
 /// ```
 template <class T, class = void>
 struct storage_traits {
+  /// none: T is not a storage type until a specialisation declares its format.
   static constexpr storage_format format = storage_format::none;
 };
+/// float is a storage type: IEEE binary32.
 template <>
 struct storage_traits<float> {
+  /// f32: 4 bytes, loaded and stored without conversion.
   static constexpr storage_format format = storage_format::f32;
 };
+/// double is a storage type: IEEE binary64.
 template <>
 struct storage_traits<double> {
+  /// f64: 8 bytes, loaded and stored without conversion; a double tensor is computed in double.
   static constexpr storage_format format = storage_format::f64;
 };
 // _Float16 in C++: Clang, GCC 13+, and GCC 12 on x86 (GCC 12 defines __FLT16_MAX__ on AArch64 for C only).

@@ -12,10 +12,9 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
+#include "posenc/types.hpp"
 
 POSENC_BEGIN_NAMESPACE
-
-using index_t = std::int64_t;
 
 /// A view of `Rank` dimensions over memory the caller owns. Strides are in elements, not bytes, and may be
 /// anything >= 0, so q and k inside one fused QKV buffer, a KV-cache slice or a column-major Eigen tensor are
@@ -31,9 +30,13 @@ using index_t = std::int64_t;
 template <class T, std::size_t Rank>
 class strided_view {
  public:
+  /// T; const T for a read-only view.
   using element_type = T;
+  /// index_t (signed 64-bit): extents, strides and indices.
   using index_type = index_t;
+  /// One index_t per dimension: the type of extents() and strides().
   using extents_type = std::array<index_t, Rank>;
+  /// Rank, the number of dimensions.
   static constexpr std::size_t rank = Rank;
 
   strided_view() = default;
@@ -47,6 +50,8 @@ class strided_view {
     }
   }
 
+  /// Explicit strides, in elements, not bytes: element (i_0, ..., i_{Rank-1}) is data[sum of i_d * strides[d]].
+  /// Nothing is checked here; the public entries reject negative extents and strides.
   strided_view(T* data, const extents_type& extents, const extents_type& strides)
       : data_(data), extents_(extents), strides_(strides) {}
 
@@ -55,10 +60,15 @@ class strided_view {
   strided_view(const strided_view<U, Rank>& other)  // NOLINT(google-explicit-constructor)
       : data_(other.data()), extents_(other.extents()), strides_(other.strides()) {}
 
+  /// The element at index (0, ..., 0).
   T* data() const { return data_; }
+  /// The extent of every dimension.
   const extents_type& extents() const { return extents_; }
+  /// The stride of every dimension, in elements.
   const extents_type& strides() const { return strides_; }
+  /// The extent of dimension d (d < Rank, unchecked).
   index_t extent(std::size_t d) const { return extents_[d]; }
+  /// The stride of dimension d, in elements (d < Rank, unchecked).
   index_t stride(std::size_t d) const { return strides_[d]; }
 
   /// Number of elements.
@@ -67,6 +77,7 @@ class strided_view {
     for (index_t e : extents_) n *= e;
     return n;
   }
+  /// True when some extent is 0.
   bool empty() const { return size() == 0; }
 
   /// Elements from data() to one past the last addressed element (std::mdspan's required_span_size).
@@ -103,6 +114,7 @@ class strided_view {
     return {};
   }
 
+  /// The element at (i_0, ..., i_{Rank-1}): data()[sum of i_d * stride(d)]. Exactly Rank indices; no bounds check.
   template <class... I>
   T& operator()(I... i) const {
     static_assert(sizeof...(I) == Rank, "posenc::strided_view: wrong number of indices");
@@ -133,6 +145,7 @@ enum class layout {
 /// posenc/eigen.hpp specialises it for Eigen::Tensor and Eigen::TensorMap.
 template <class Tensor, class = void>
 struct view_adapter {
+  /// False: not a tensor type. A specialisation sets it true and provides `view`.
   static constexpr bool enabled = false;
 };
 

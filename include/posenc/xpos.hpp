@@ -27,6 +27,7 @@
 
 POSENC_BEGIN_NAMESPACE
 
+/// An xPos configuration, torchscale XPOS defaults; xpos_plan validates it.
 struct xpos_config {
   index_t head_dim = 0;     ///< D, even: every feature rotates (torchscale)
   double scale_base = 512;  ///< torchscale default
@@ -56,7 +57,7 @@ class xpos_plan {
     if (!(std::isfinite(cfg.scale_base) && cfg.scale_base > 0.0))
       return detail::fail(fn, "scale_base=", cfg.scale_base, " must be finite and > 0");
     if (!(std::isfinite(cfg.gamma) && cfg.gamma > 0.0)) return detail::fail(fn, "gamma=", cfg.gamma, " must be finite and > 0");
-    if (!(std::isfinite(cfg.base) && cfg.base > 1.0)) return detail::fail(fn, "base=", cfg.base, " must be finite and > 1");
+    POSENC_TRY(detail::check_base(fn, cfg.base));
     const index_t pairs = cfg.head_dim / 2;
     if (static_cast<std::size_t>(pairs) > std::vector<double>().max_size())
       return detail::fail(fn, "head_dim=", cfg.head_dim, " exceeds the largest table");
@@ -78,9 +79,13 @@ class xpos_plan {
 
   /// True for a default-constructed plan (no pairs).
   bool empty() const { return inv_freq_.empty(); }
+  /// The configuration the plan was built from.
   const xpos_config& config() const { return cfg_; }
+  /// D: every feature rotates.
   index_t head_dim() const { return cfg_.head_dim; }
+  /// D/2, the rotated pairs.
   index_t pairs() const { return cfg_.head_dim / 2; }
+  /// w_i = base^(-2i/D), i = 0 .. D/2-1, in radians per position.
   const std::vector<double>& inv_freq() const { return inv_freq_; }
   /// ln zeta_i, i = 0 .. D/2-1 (all < 0 for gamma > 0, so the scale decays away from the centre for queries).
   const std::vector<double>& log_zeta() const { return log_zeta_; }

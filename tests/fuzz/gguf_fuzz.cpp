@@ -1,4 +1,4 @@
-// libFuzzer target for the GGUF reader (include/posenc/gguf.hpp). Any input must either parse, with the
+// libFuzzer target for the GGUF reader (include/posenc/io/gguf.hpp). Any input must either parse, with the
 // invariants below holding, or be rejected with a status naming the defect: no crash, no sanitizer report, no
 // exception out of the noexcept entry points, no allocation beyond a small multiple of the input's size.
 //
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include <posenc/gguf.hpp>
+#include <posenc/io/gguf.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   posenc::gguf_metadata m;

@@ -1,4 +1,4 @@
-// libFuzzer target for the .npy reader (include/posenc/npy.hpp). Any input must either parse into an array
+// libFuzzer target for the .npy reader (include/posenc/io/npy.hpp). Any input must either parse into an array
 // whose data size matches its shape and dtype, or be rejected with posenc::argument_error: no crash, no
 // sanitizer report, no other exception, no allocation beyond the input's size.
 //
@@ -7,7 +7,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include <posenc/npy.hpp>
+#include <posenc/io/npy.hpp>
+#include <posenc/io/npy_tensors.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {

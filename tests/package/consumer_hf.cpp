@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
-#include <posenc/hf_config.hpp>
+#include <posenc/io/hf_config.hpp>
 
 int main() {
   const auto cfg = nlohmann::json::parse(R"({"hidden_size": 4096, "num_attention_heads": 32, "rope_theta": 500000.0})");

@@ -1,9 +1,12 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 // IWYU pragma: private
 //
-// Argument checks shared by every public entry: view shapes and strides, aliasing between inputs and outputs.
+// Argument checks shared by every public entry: view shapes and strides, aliasing between inputs and outputs,
+// the rotary window, the frequency base, and tensors that must hold the same tokens. One function per check, so
+// a rule and its message are written once.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 
 #include "posenc/config.hpp"
@@ -33,14 +36,63 @@ bool same_view(const strided_view<T, R>& a, const strided_view<U, R>& b) {
          a.strides() == b.strides();
 }
 
+/// Whether the byte ranges [a, a + an) and [b, b + bn) share a byte (never for an empty range).
+inline bool bytes_overlap(const void* a, std::size_t an, const void* b, std::size_t bn) {
+  if (an == 0 || bn == 0) return false;
+  const auto* a0 = static_cast<const char*>(a);
+  const auto* b0 = static_cast<const char*>(b);
+  return a0 < b0 + bn && b0 < a0 + an;
+}
+
+/// Bytes from a view's first element to one past its last (0 when empty).
+template <class T, std::size_t R>
+std::size_t span_bytes(const strided_view<T, R>& v) {
+  return v.empty() ? 0 : static_cast<std::size_t>(v.required_span_size()) * sizeof(T);
+}
+
+/// Whether two views' address ranges intersect (conservative for interleaved strides: same as "may alias").
 template <class T, std::size_t R, class U, std::size_t S>
 bool spans_overlap(const strided_view<T, R>& a, const strided_view<U, S>& b) {
-  if (a.empty() || b.empty()) return false;
-  const auto* a0 = reinterpret_cast<const char*>(a.data());
-  const auto* b0 = reinterpret_cast<const char*>(b.data());
-  const auto* a1 = a0 + a.required_span_size() * static_cast<index_t>(sizeof(T));
-  const auto* b1 = b0 + b.required_span_size() * static_cast<index_t>(sizeof(U));
-  return a0 < b1 && b0 < a1;
+  return bytes_overlap(a.data(), span_bytes(a), b.data(), span_bytes(b));
+}
+
+/// Whether a view's address range intersects `count` elements at `p` (a table the call reads).
+template <class T, std::size_t R, class C>
+bool spans_overlap(const strided_view<T, R>& a, const C* p, std::size_t count) {
+  return bytes_overlap(a.data(), span_bytes(a), p, count * sizeof(C));
+}
+
+/// The rotary window: head_dim > 0, rotary_dim even in (0, head_dim], and [rotary_offset, rotary_offset +
+/// rotary_dim) inside the head. `what` prefixes the names in the message ("table geometry ").
+inline status check_window(const char* fn, index_t head_dim, index_t rotary_dim, index_t rotary_offset,
+                           const char* what = "") {
+  if (head_dim <= 0) return fail(fn, what, "head_dim=", head_dim, " must be > 0");
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0) return fail(fn, what, "rotary_dim=", rotary_dim, " must be even and > 0");
+  if (rotary_dim > head_dim) return fail(fn, what, "rotary_dim=", rotary_dim, " exceeds head_dim=", head_dim);
+  if (rotary_offset < 0 || rotary_offset > head_dim - rotary_dim)
+    return fail(fn, what, "rotary_offset=", rotary_offset, " with rotary_dim=", rotary_dim, " does not fit head_dim=",
+                head_dim);
+  return {};
+}
+
+/// A frequency base: finite and > 1, so that base^(-2i/R) decreases with i (every RoPE family, xPos, sinusoids).
+inline status check_base(const char* fn, double base, const char* name = "base") {
+  if (!(std::isfinite(base) && base > 1.0)) return fail(fn, name, "=", base, " must be finite and > 1");
+  return {};
+}
+
+/// Two tensors that must hold the same tokens: equal (N, L), the first two extents.
+inline status check_same_tokens(const char* fn, const char* a, index_t an, index_t al, const char* b, index_t bn,
+                                index_t bl) {
+  if (an != bn || al != bl)
+    return fail(fn, a, " (N, L)=(", an, ", ", al, ") does not match ", b, " (N, L)=(", bn, ", ", bl, ")");
+  return {};
+}
+
+/// Two outputs that must not be one tensor (each would be rotated twice).
+inline status check_distinct(const char* fn, const char* a, const void* pa, const char* b, const void* pb) {
+  if (pa != nullptr && pa == pb) return fail(fn, a, " and ", b, " are the same tensor");
+  return {};
 }
 
 }  // namespace detail

@@ -22,9 +22,9 @@
 #include "posenc/detail/math/quant.hpp"
 #include "posenc/detail/simd/targets.hpp"
 #include "posenc/positions.hpp"
-#include "posenc/rope_scaling.hpp"
 #include "posenc/storage.hpp"
 #include "posenc/tensor_view.hpp"
+#include "posenc/types.hpp"
 
 POSENC_BEGIN_NAMESPACE
 namespace detail {
@@ -36,7 +36,7 @@ namespace detail {
 inline constexpr int compiled_targets = (POSENC_TARGET_SCALAR ? 1 : 0) | (POSENC_TARGET_AVX2 ? 2 : 0) |
                                         (POSENC_TARGET_AVX512 ? 4 : 0) | (POSENC_TARGET_NEON ? 8 : 0);
 
-/// Run-time dispatch: the kernels of the active ISA (posenc::active_isa()).
+/// Run-time dispatch: the kernels of the active ISA (detail::current_isa(), posenc::active_isa()).
 template <int Compiled>
 struct dynamic_dispatch;
 /// Static dispatch (POSENC_STATIC_DISPATCH): the one compiled target, called directly.

@@ -27,10 +27,10 @@
 #include "posenc/detail/math/t5_bucket.hpp"
 #include "posenc/detail/simd/targets.hpp"
 #include "posenc/detail/simd/vec.hpp"
-#include "posenc/dispatch.hpp"
+#include "posenc/detail/simd/select.hpp"
 #include "posenc/positions.hpp"
-#include "posenc/rope_scaling.hpp"
 #include "posenc/tensor_view.hpp"
+#include "posenc/types.hpp"
 
 // GCC 12.1/12.2 warn inside their own AVX-512 intrinsics wherever they are inlined (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -82,7 +82,7 @@ POSENC_END_TARGET
 POSENC_BEGIN_NAMESPACE
 namespace detail {
 
-/// Run-time dispatch: `call(f)` runs f(n_X::target{}) for the active ISA (posenc::active_isa()), or for the
+/// Run-time dispatch: `call(f)` runs f(n_X::target{}) for the active ISA (detail::current_isa(), posenc::active_isa()), or for the
 /// widest compiled target below it; when the active ISA is below everything compiled here (a cap under
 /// the includer's own baseline), the lowest compiled one. The active ISA is one relaxed atomic load, and the
 /// chain of compares is what a table of function pointers would cost, without defeating inlining of f.
@@ -90,7 +90,7 @@ template <int Compiled>
 struct dynamic_dispatch {
   template <class F>
   static void call(F&& f) {
-    const isa a = active_isa();
+    const isa a = current_isa();
     static_cast<void>(a);
 #if POSENC_TARGET_AVX512
     if (a == isa::avx512) return f(n_avx512::target{});

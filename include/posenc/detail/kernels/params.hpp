@@ -16,8 +16,8 @@
 #include "posenc/detail/math/alibi_slopes.hpp"
 #include "posenc/detail/simd/base.hpp"
 #include "posenc/positions.hpp"
-#include "posenc/rope_scaling.hpp"
 #include "posenc/tensor_view.hpp"
+#include "posenc/types.hpp"
 
 POSENC_BEGIN_NAMESPACE
 namespace detail {

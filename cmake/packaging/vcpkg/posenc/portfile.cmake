@@ -1,8 +1,9 @@
-# Overlay port for posenc, from this source tree (vcpkg install posenc --overlay-ports=<posenc>/ports).
+# Overlay port for posenc, from this source tree
+# (vcpkg install posenc --overlay-ports=<posenc>/cmake/packaging/vcpkg).
 # Header-only: one release configuration, tests/examples/benchmarks off, the CMake package moved to
 # share/posenc, the pkg-config file fixed up, the license installed as `copyright`.
 set(VCPKG_BUILD_TYPE release)
-get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
+get_filename_component(SOURCE_PATH "${CMAKE_CURRENT_LIST_DIR}/../../../.." ABSOLUTE)
 
 vcpkg_cmake_configure(
     SOURCE_PATH "${SOURCE_PATH}"
