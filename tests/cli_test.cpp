@@ -13,8 +13,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <posenc/gguf.hpp>
-#include <posenc/npy.hpp>
+#include <posenc/io/gguf.hpp>
+#include <posenc/io/npy.hpp>
+#include <posenc/io/npy_tensors.hpp>
 #include <posenc/posenc.hpp>
 
 #include "test_util.hpp"
@@ -181,6 +182,70 @@ TEST(CliRope, DynamicAndLongRopeUseMaxPosition) {
                        posenc::positions::per_token(ids.data(), 1, 3));
     expect_near_all(load("y.npy"), std::vector<double>(want.begin(), want.end()), 0.0, v.flags);
   }
+}
+
+// `posenc plan` prints the frequencies the golden generator computed independently (mpmath): inv_freq,
+// 2*pi/inv_freq, the magnitude and the logit scale, for every scaling the flags can express, in .npy and CSV.
+TEST(CliPlan, GoldenScalingPlans) {
+  const auto cases = load_golden("rope_scaling.txt");
+  int checked = 0;
+  for (const golden_case& c : cases) {
+    const std::string s = c.str("scaling");
+    std::string flags = " --head-dim " + c.str("head_dim") + " --length " + c.str("seq_len");
+    if (s == "dynamic_ntk" && c.str("policy") == "hf") {
+      flags += " --style half-split --rotary-dim " + c.str("rotary_dim") + " --base " + c.str("base") +
+               " --scaling dynamic-ntk --factor " + c.str("factor") + " --original-max-positions " +
+               c.str("original_max_positions");
+    } else if (s == "longrope") {
+      save("sf.npy", c.array("short_factor").shape, c.array("short_factor").values);
+      save("lf.npy", c.array("long_factor").shape, c.array("long_factor").values);
+      flags += " --rotary-dim " + c.str("rotary_dim") + " --base " + c.str("base") + " --scaling longrope --factor " +
+               c.str("factor") + " --original-max-positions " + c.str("original_max_positions") + " --short-factors '" +
+               path("sf.npy") + "' --long-factors '" + path("lf.npy") + "'";
+    } else if (s == "none" || s == "linear" || s == "ntk" || s == "llama3" ||
+               (s == "yarn" && c.num("mscale") == 0 && c.num("mscale_all_dim") == 0 && c.integer("truncate") == 1)) {
+      flags += rope_flags(c);
+    } else {
+      continue;  // fixed-max dynamic NTK, deepseek_yarn, mscale, truncate=false, rope_freqs: no CLI flags
+    }
+    SCOPED_TRACE(c.name + ":" + flags);
+    ++checked;
+    const auto& w = c.array("inv_freq").values;
+    const double two_pi = 6.283185307179586476925286766559;
+    std::remove(path("plan.npy").c_str());
+    cli_result r = run("plan --output '" + path("plan.npy") + "'" + flags);
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::vector<index_t> shape;
+    const std::vector<double> got = load("plan.npy", &shape);
+    ASSERT_EQ(shape, (std::vector<index_t>{static_cast<index_t>(w.size()), 4}));
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      // The library forms inv_freq in double from the same formulas: a few ulps from the exact value.
+      EXPECT_NEAR(got[4 * i], w[i], 1e-14 * w[i]) << "inv_freq " << i;
+      EXPECT_NEAR(got[4 * i + 1], two_pi / w[i], 1e-14 * (two_pi / w[i])) << "wavelength " << i;
+      EXPECT_NEAR(got[4 * i + 2], c.num("magnitude"), 1e-15) << "magnitude";
+      EXPECT_NEAR(got[4 * i + 3], c.num("logit_scale"), 1e-15) << "logit_scale";
+    }
+    // The CSV holds the same numbers, 17 significant digits, after a header naming the columns.
+    r = run("plan --output '" + path("plan.csv") + "'" + flags);
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::ifstream in(path("plan.csv"));
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line));
+    EXPECT_EQ(line, "pair,inv_freq,wavelength,magnitude,logit_scale");
+    std::size_t rows = 0;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string f[5];
+      for (auto& x : f) std::getline(fields, x, ',');
+      ASSERT_LT(rows, w.size());
+      EXPECT_EQ(std::stoul(f[0]), rows);
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(std::stod(f[k + 1]), got[4 * rows + static_cast<std::size_t>(k)]) << line;
+      ++rows;
+    }
+    EXPECT_EQ(rows, w.size());
+  }
+  // none, linear, ntk, dynamic NTK short/long, yarn default/attention factor, llama3 x2, longrope x2, partial.
+  EXPECT_EQ(checked, 12);
 }
 
 // Layouts other than NLHD and dtypes other than float32, on the golden half_split_per_token case.
@@ -474,10 +539,26 @@ TEST_F(CliBadInput, T5NegativeOffset) {
   expect_rejected("t5-buckets --query-len 1 --key-len 2 --query-offset -4 --output '" + path("out.npy") + "'", "-4");
 }
 
+// A model file gives the plan (and its head_dim when --head-dim is left out); explicit flags override it.
+TEST(CliPlan, ModelFilesAndOverrides) {
+  const posenc::gguf_rope_info info = posenc::read_gguf_rope(model_file("gguf", "llama3.gguf"));
+  const posenc::rope_plan want = posenc::make_rope_plan(info.config, 16384);
+  cli_result r = run("plan --gguf '" + model_file("gguf", "llama3.gguf") + "' --length 16384 --output '" + path("g.npy") + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<index_t> shape;
+  std::vector<double> got = load("g.npy", &shape);
+  ASSERT_EQ(shape, (std::vector<index_t>{want.pairs(), 4}));
+  for (index_t i = 0; i < want.pairs(); ++i) EXPECT_EQ(got[static_cast<std::size_t>(4 * i)], want.inv_freq()[static_cast<std::size_t>(i)]);
+  r = run("plan --gguf '" + model_file("gguf", "llama3.gguf") + "' --scaling none --base 10000 --output '" + path("g.npy") + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  got = load("g.npy", &shape);
+  EXPECT_EQ(got[4], std::pow(10000.0, -2.0 / static_cast<double>(2 * shape[0])));
+}
+
 TEST(Cli, HelpAndVersion) {
   cli_result r = run("--version");
   EXPECT_EQ(r.code, 0);
-  for (const char* sub : {"", "rope ", "xpos ", "alibi ", "alibi-slopes ", "t5-buckets ", "sinusoidal "}) {
+  for (const char* sub : {"", "rope ", "plan ", "xpos ", "alibi ", "alibi-slopes ", "t5-buckets ", "sinusoidal "}) {
     r = run(std::string(sub) + "--help");
     EXPECT_EQ(r.code, 0) << sub;
   }

@@ -18,11 +18,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include <posenc/gguf.hpp>
-#include <posenc/npy.hpp>
+#include <posenc/io/gguf.hpp>
+#include <posenc/io/npy.hpp>
+#include <posenc/io/npy_tensors.hpp>
 #include <posenc/posenc.hpp>
 #if POSENC_CLI_HF_CONFIG
-#include <posenc/hf_config.hpp>
+#include <posenc/io/hf_config.hpp>
 #endif
 
 namespace {
@@ -237,6 +238,58 @@ void run_rope(const rope_args& a) {
   posenc::write_npy(a.output, x.dtype, x.shape, x.data.data());
 }
 
+// ------------------------------------------------------------------------------------------------ plan
+
+struct plan_args {
+  std::string output;
+  index_t head_dim = 0, length = 0;
+};
+
+/// The plan's per-pair columns: inv_freq (rad per position), wavelength 2*pi/inv_freq, magnitude, logit scale,
+/// as float64 [R/2, 4] (.npy) or CSV with a header (and a leading pair column).
+void run_plan(const rope_args& a, const plan_args& p) {
+  std::optional<posenc::rope_config> from_file;
+  if (!a.hf_config.empty() || !a.gguf.empty()) from_file = config_from_file(a);
+  index_t d = p.head_dim;
+  if (d == 0) {
+    if (!from_file) fail("plan: --head-dim is required unless --hf-config or --gguf gives the model's head_dim");
+    d = from_file->head_dim;
+  }
+  const posenc::rope_config cfg = rope_config_for(a, from_file, d);
+  // The sequence length the plan is for: dynamic NTK and LongRoPE choose by it; the others ignore it.
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg, p.length);
+  const std::vector<double>& w = plan.inv_freq();
+  const double two_pi = 6.283185307179586476925286766559;
+  const bool csv = p.output.size() >= 4 && p.output.compare(p.output.size() - 4, 4, ".csv") == 0;
+  if (!csv) {
+    std::vector<double> rows;
+    rows.reserve(4 * w.size());
+    for (const double f : w) rows.insert(rows.end(), {f, two_pi / f, plan.magnitude(), plan.logit_scale()});
+    posenc::write_npy(p.output, "<f8", {plan.pairs(), 4}, rows.data());
+    return;
+  }
+  std::string text = "pair,inv_freq,wavelength,magnitude,logit_scale\n";
+  char line[160];
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    std::snprintf(line, sizeof line, "%zu,%.17g,%.17g,%.17g,%.17g\n", i, w[i], two_pi / w[i], plan.magnitude(),
+                  plan.logit_scale());
+    text += line;
+  }
+  // The same all-or-nothing write as the .npy files: a temporary, then one rename.
+  const std::string tmp = p.output + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) fail("cannot create '" + tmp + "'");
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !written) {
+    std::remove(tmp.c_str());
+    fail("cannot write '" + tmp + "'");
+  }
+  if (std::rename(tmp.c_str(), p.output.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail("cannot rename '" + tmp + "' to '" + p.output + "'");
+  }
+}
+
 // ------------------------------------------------------------------------------------------------ xpos
 
 struct xpos_args {
@@ -311,6 +364,57 @@ void run_sinusoidal(const table_args& a) {
   posenc::write_npy(a.output, "<f4", {a.length, a.dim}, t.data());
 }
 
+/// The options of an Option* per frequency flag, to tell afterwards which were given explicitly.
+struct frequency_flags {
+  CLI::Option *style, *rotary_dim, *base, *scaling, *factor, *original_max, *beta_fast, *beta_slow, *attention_factor,
+      *low_freq, *high_freq, *hf_config;
+
+  /// Marks in `a` the flags given on the command line (they override a model file's values).
+  void record(rope_args& a) const {
+    a.has_attention_factor = attention_factor->count() > 0;
+    a.has_style = style->count() > 0;
+    a.has_rotary_dim = rotary_dim->count() > 0;
+    a.has_base = base->count() > 0;
+    a.has_scaling = scaling->count() > 0;
+    a.has_factor = factor->count() > 0;
+    a.has_original_max = original_max->count() > 0;
+    a.has_beta_fast = beta_fast->count() > 0;
+    a.has_beta_slow = beta_slow->count() > 0;
+    a.has_low_freq_factor = low_freq->count() > 0;
+    a.has_high_freq_factor = high_freq->count() > 0;
+  }
+};
+
+/// The flags that describe a frequency plan, shared by `rope` and `plan` (CLI_SPEC.md).
+frequency_flags add_frequency_flags(CLI::App* app, rope_args& ra, const CLI::Validator& positive) {
+  frequency_flags f{};
+  f.style =
+      app->add_option("--style", ra.style, "half-split|interleaved")->check(CLI::IsMember({"half-split", "interleaved"}));
+  f.rotary_dim = app->add_option("--rotary-dim", ra.rotary_dim, "rotated features R (default D)")->check(positive);
+  f.base = app->add_option("--base", ra.base, "rope theta (default 10000)")->check(positive);
+  f.scaling = app->add_option("--scaling", ra.scaling, "none|linear|ntk|dynamic-ntk|yarn|llama3|longrope")
+                             ->check(CLI::IsMember({"none", "linear", "ntk", "dynamic-ntk", "yarn", "llama3", "longrope"}));
+  f.factor = app->add_option("--factor", ra.factor, "scaling factor")->check(positive);
+  f.original_max =
+      app->add_option("--original-max-positions", ra.original_max, "original context M")->check(positive);
+  f.beta_fast = app->add_option("--beta-fast", ra.beta_fast, "yarn (default 32)")->check(positive);
+  f.beta_slow = app->add_option("--beta-slow", ra.beta_slow, "yarn (default 1)")->check(positive);
+  f.attention_factor =
+      app->add_option("--attention-factor", ra.attention_factor, "yarn/longrope cos/sin multiplier")->check(positive);
+  f.low_freq = app->add_option("--low-freq-factor", ra.low_freq_factor, "llama3 (default 1)")->check(positive);
+  f.high_freq = app->add_option("--high-freq-factor", ra.high_freq_factor, "llama3 (default 4)")->check(positive);
+  f.hf_config = app->add_option(
+      "--hf-config", ra.hf_config,
+      "base, rotary dim, pair style and scaling from a Hugging Face config.json; explicit flags override it");
+  app->add_option("--gguf", ra.gguf,
+                   "the same from a GGUF file's metadata (llama.cpp keys, rope_freqs.weight, the architecture's pair "
+                   "style); explicit flags override it")
+      ->excludes(f.hf_config);
+  app->add_option("--short-factors", ra.short_factors, "longrope short factors .npy [R/2]");
+  app->add_option("--long-factors", ra.long_factors, "longrope long factors .npy [R/2]");
+  return f;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -337,35 +441,20 @@ int main(int argc, char** argv) {
   rope->add_option("--input", ra.input, "input .npy (float16/32/64)")->required();
   rope->add_option("--output", ra.output, "output .npy (same dtype and shape)")->required();
   rope->add_option("--layout", ra.layout, "NLHD|NHLD|LHD|LD")->check(CLI::IsMember({"NLHD", "NHLD", "LHD", "LD"}));
-  CLI::Option* style =
-      rope->add_option("--style", ra.style, "half-split|interleaved")->check(CLI::IsMember({"half-split", "interleaved"}));
-  CLI::Option* rotary_dim = rope->add_option("--rotary-dim", ra.rotary_dim, "rotated features R (default D)")->check(positive);
-  CLI::Option* base = rope->add_option("--base", ra.base, "rope theta (default 10000)")->check(positive);
+  const frequency_flags rope_flags = add_frequency_flags(rope, ra, positive);
   rope->add_option("--offset", ra.offset, "first position P0 (default 0)")->check(non_negative);
   rope->add_option("--positions", ra.positions, "explicit positions .npy, [L] or [N, L] (MRoPE: [3, L] or [N, 3, L])");
-  CLI::Option* scaling = rope->add_option("--scaling", ra.scaling, "none|linear|ntk|dynamic-ntk|yarn|llama3|longrope")
-                             ->check(CLI::IsMember({"none", "linear", "ntk", "dynamic-ntk", "yarn", "llama3", "longrope"}));
-  CLI::Option* factor = rope->add_option("--factor", ra.factor, "scaling factor")->check(positive);
-  CLI::Option* original_max =
-      rope->add_option("--original-max-positions", ra.original_max, "original context M")->check(positive);
-  CLI::Option* beta_fast = rope->add_option("--beta-fast", ra.beta_fast, "yarn (default 32)")->check(positive);
-  CLI::Option* beta_slow = rope->add_option("--beta-slow", ra.beta_slow, "yarn (default 1)")->check(positive);
-  CLI::Option* attention_factor =
-      rope->add_option("--attention-factor", ra.attention_factor, "yarn/longrope cos/sin multiplier")->check(positive);
-  CLI::Option* low_freq = rope->add_option("--low-freq-factor", ra.low_freq_factor, "llama3 (default 1)")->check(positive);
-  CLI::Option* high_freq = rope->add_option("--high-freq-factor", ra.high_freq_factor, "llama3 (default 4)")->check(positive);
-  CLI::Option* hf_config = rope->add_option(
-      "--hf-config", ra.hf_config,
-      "base, rotary dim, pair style and scaling from a Hugging Face config.json; explicit flags override it");
-  rope->add_option("--gguf", ra.gguf,
-                   "the same from a GGUF file's metadata (llama.cpp keys, rope_freqs.weight, the architecture's pair "
-                   "style); explicit flags override it")
-      ->excludes(hf_config);
-  rope->add_option("--short-factors", ra.short_factors, "longrope short factors .npy [R/2]");
-  rope->add_option("--long-factors", ra.long_factors, "longrope long factors .npy [R/2]");
   rope->add_flag("--inverse", ra.inverse, "the transpose (backward pass)");
   rope->add_option("--mrope-sections", ra.mrope_sections, "multimodal RoPE sections T,H,W (T+H+W = R/2)");
   rope->add_option("--mrope-layout", ra.mrope_layout, "chunked|interleaved")->check(CLI::IsMember({"chunked", "interleaved"}));
+
+  rope_args pa;
+  plan_args pl;
+  CLI::App* plan = app.add_subcommand("plan", "a RoPE plan's per-pair inv_freq, wavelength, magnitude, logit scale");
+  plan->add_option("--head-dim", pl.head_dim, "D (default: the model file's head_dim)")->check(positive);
+  plan->add_option("--output", pl.output, "PLAN.npy (float64 [R/2, 4]) or PLAN.csv")->required();
+  plan->add_option("--length", pl.length, "sequence length N (dynamic NTK, LongRoPE's switch)")->check(non_negative);
+  const frequency_flags plan_flags = add_frequency_flags(plan, pa, positive);
 
   xpos_args xa;
   CLI::App* xpos = app.add_subcommand("xpos", "xPos (torchscale): RoPE times zeta^((p - C)/scale_base)");
@@ -436,19 +525,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "posenc: %s (run with --help)\n", what.c_str());
     return e.get_exit_code() > 0 && e.get_exit_code() < 128 ? e.get_exit_code() : 2;
   }
-  ra.has_attention_factor = attention_factor->count() > 0;
-  ra.has_style = style->count() > 0;
-  ra.has_rotary_dim = rotary_dim->count() > 0;
-  ra.has_base = base->count() > 0;
-  ra.has_scaling = scaling->count() > 0;
-  ra.has_factor = factor->count() > 0;
-  ra.has_original_max = original_max->count() > 0;
-  ra.has_beta_fast = beta_fast->count() > 0;
-  ra.has_beta_slow = beta_slow->count() > 0;
-  ra.has_low_freq_factor = low_freq->count() > 0;
-  ra.has_high_freq_factor = high_freq->count() > 0;
+  rope_flags.record(ra);
+  plan_flags.record(pa);
   try {
     if (rope->parsed()) run_rope(ra);
+    else if (plan->parsed()) run_plan(pa, pl);
     else if (xpos->parsed()) run_xpos(xa);
     else if (alibi->parsed()) run_alibi(ta);
     else if (slopes->parsed()) run_alibi_slopes(ta);
