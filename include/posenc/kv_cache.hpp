@@ -141,11 +141,7 @@ status check_cache_pair(const char* fn, const char* in_name, const char* cache_n
 template <class F, class KIn, class KOut, class VIn, class VOut>
 status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
                     const positions& pos, const kv_slots& slots, token_map& map, index_t& max_pos) {
-  if constexpr (std::is_same_v<F, rope_plan>) {
-    if (freq.empty()) return fail(fn, "plan is empty");
-  } else {
-    POSENC_TRY(check_source(fn, freq));
-  }
+  POSENC_TRY(check_source(fn, freq));
   const rope_geom g = geom_of(freq);
   POSENC_TRY(check_cache_pair(fn, "k", "k_cache", tk.in, tk.out));
   POSENC_TRY(check_cache_pair(fn, "v", "v_cache", tv.in, tv.out));

@@ -115,7 +115,7 @@ class mrope_plan {
   /// status when the axis table cannot be allocated).
   static status try_create(rope_plan plan, std::array<index_t, 3> sections, mrope_layout layout, mrope_plan& out) noexcept {
     constexpr const char* fn = "mrope_plan";
-    if (plan.empty()) return detail::fail(fn, "plan is empty");
+    POSENC_TRY(detail::check_source(fn, plan));
     for (std::size_t a = 0; a < 3; ++a)
       if (sections[a] < 0) return detail::fail(fn, "sections[", a, "]=", sections[a], " must be >= 0");
     const index_t p = plan.pairs();  // the sum is compared without forming it (no overflow on huge sections)
@@ -221,7 +221,7 @@ template <class Dispatch, class In, class Out, std::size_t K>
 status mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& pos, double sign,
                    const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
   const rope_plan& plan = mp.plan();
-  if (plan.empty()) return fail(fn, "plan is empty");
+  POSENC_TRY(check_source(fn, plan));
   index_t max_pos = -1;
   POSENC_TRY(check_rope_call(fn, geom_of(plan), positions::offset(0), targets, names, max_pos));
   POSENC_TRY(validate_mrope_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)));

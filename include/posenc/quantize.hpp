@@ -141,11 +141,7 @@ status try_apply_rope_quantized(const F& freq, X&& in, const strided_view<Code, 
   auto vi = as_nlhd(in);
   using I = std::remove_const_t<typename decltype(vi)::element_type>;
   const strided_view<const I, 4> cin(vi);
-  if constexpr (std::is_same_v<F, rope_plan>) {
-    if (freq.empty()) return detail::fail(fn, "plan is empty");
-  } else {
-    POSENC_TRY(detail::check_source(fn, freq));
-  }
+  POSENC_TRY(detail::check_source(fn, freq));
   index_t max_pos = -1;
   POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(freq), pos,
                                      std::array<detail::rope_io<I, Code>, 1>{detail::quant_target(cin, codes)}, {"in", "codes"},

@@ -202,7 +202,12 @@ rope_geom geom_of(const rope_table_view<C>& t) {
   return {g.head_dim, (g.rotary_dim ? g.rotary_dim : g.head_dim) / 2, g.rotary_offset, g.style};
 }
 
-/// A cache is valid by construction (a plan too, unless empty); a table view is checked at each call, here.
+/// The cos/sin source of a call: a plan must not be empty; a cache is valid by construction; a table view is
+/// checked at each call, here.
+inline status check_source(const char* fn, const rope_plan& p) {
+  if (p.empty()) return fail(fn, "plan is empty");
+  return {};
+}
 template <class C>
 status check_source(const char*, const rope_cache<C>&) {
   return {};
@@ -308,11 +313,7 @@ void run_rope(const rope_table_view<C>& t, const positions& pos, double sign,
 template <class Dispatch, class F, class In, class Out, std::size_t K>
 status rope_entry(const char* fn, const F& freq, const positions& pos, double sign,
                   const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
-  if constexpr (std::is_same_v<F, rope_plan>) {
-    if (freq.empty()) return fail(fn, "plan is empty");
-  } else {
-    POSENC_TRY(check_source(fn, freq));
-  }
+  POSENC_TRY(check_source(fn, freq));
   index_t max_pos = -1;
   POSENC_TRY(check_rope_call(fn, geom_of(freq), pos, targets, names, max_pos));
   if (max_pos >= max_positions_of(freq))

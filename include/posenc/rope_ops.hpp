@@ -40,7 +40,7 @@ template <class In, class Out, std::size_t K>
 status check_plan_call(const char* fn, const rope_plan& plan, const positions& pos,
                        const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names,
                        index_t& max_pos) {
-  if (plan.empty()) return fail(fn, "plan is empty");
+  POSENC_TRY(check_source(fn, plan));
   return check_rope_call(fn, geom_of(plan), pos, targets, names, max_pos);
 }
 
