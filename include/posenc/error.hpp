@@ -15,4 +15,12 @@ class argument_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// What the CUDA launchers (posenc/cuda/) throw when the CUDA runtime reports an error: an allocation, copy or
+/// launch that failed, with the runtime's own error string, e.g. `posenc::cuda::apply_rope: launch failed:
+/// no kernel image is available for execution on the device`. Never thrown by the CPU API.
+class device_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 POSENC_END_NAMESPACE

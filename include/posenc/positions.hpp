@@ -13,7 +13,8 @@ POSENC_BEGIN_NAMESPACE
 
 class positions;
 namespace detail {
-status validate_positions(const char* fn, const positions& p, index_t n, index_t l, index_t& max_pos);
+status validate_positions(const char* fn, const positions& p, index_t n, index_t l, index_t& max_pos,
+                          bool values_readable = true);
 }
 
 /// The position of every token of an (N, L, ...) tensor, in one of three forms. Non-owning: the arrays must
@@ -119,6 +120,12 @@ class positions {
   /// The first position of an offset form; for per_sequence, what a slice adds to every offset (l_begin); 0 for
   /// per_token.
   index_t start() const { return start_; }
+  /// The int64 array of a per_sequence or per_token form (null for int32 ids and for an offset).
+  const std::int64_t* ids64() const { return p64_; }
+  /// The int32 array of a per_sequence or per_token form (null for int64 ids and for an offset).
+  const std::int32_t* ids32() const { return p32_; }
+  /// Elements between the rows of a per_token form (1 for per_sequence, 0 for an offset).
+  index_t row_stride() const { return stride_; }
 
  private:
   static positions make(form f, const std::int64_t* p64, const std::int32_t* p32, index_t count, index_t length,
@@ -138,7 +145,7 @@ class positions {
     if (p32_) p32_ += elements;
   }
   bool has_data() const { return p64_ != nullptr || p32_ != nullptr; }
-  friend status detail::validate_positions(const char*, const positions&, index_t, index_t, index_t&);
+  friend status detail::validate_positions(const char*, const positions&, index_t, index_t, index_t&, bool);
 
   form form_ = form::offset;
   index_t start_ = 0;
@@ -151,7 +158,11 @@ class positions {
 
 namespace detail {
 /// Checks `p` against a batch of N sequences of L tokens; sets `max_pos` to the largest position (-1 when empty).
-inline status validate_positions(const char* fn, const positions& p, index_t n, index_t l, index_t& max_pos) {
+/// Checks positions against an (N, L) tensor and finds the largest (-1 when there is no token). With
+/// `values_readable` false (arrays in device memory) only the form, shape and pointers are checked, and a
+/// per_sequence or per_token form reports INT64_MAX as its largest position: the values are never read here.
+inline status validate_positions(const char* fn, const positions& p, index_t n, index_t l, index_t& max_pos,
+                                 bool values_readable) {
   constexpr index_t big = std::numeric_limits<index_t>::max();
   // Form, shape and signs are checked even for an empty batch (N or L = 0); values are read only where they
   // exist. The largest position is -1 when there is no token.
@@ -166,6 +177,10 @@ inline status validate_positions(const char* fn, const positions& p, index_t n, 
     case positions::form::per_sequence:
       if (p.count_ != n) return fail(fn, "positions per_sequence count=", p.count_, " does not match batch N=", n);
       if (n > 0 && !p.has_data()) return fail(fn, "positions per_sequence offsets are null");
+      if (!values_readable) {
+        if (n > 0 && l > 0) max_pos = big;
+        break;
+      }
       for (index_t i = 0; i < n; ++i) {
         const index_t v = p.value(i);
         if (v < 0) return fail(fn, "positions offset[", i, "]=", v, " must be >= 0");
@@ -180,6 +195,10 @@ inline status validate_positions(const char* fn, const positions& p, index_t n, 
         return fail(fn, "positions per_token shape (", p.count_, ", ", p.length_, ") does not match (N, L)=(", n, ", ", l, ")");
       if (p.stride_ < l) return fail(fn, "positions row_stride=", p.stride_, " is less than L=", l);
       if (n > 0 && l > 0 && !p.has_data()) return fail(fn, "positions per_token ids are null");
+      if (!values_readable) {
+        if (n > 0 && l > 0) max_pos = big;
+        break;
+      }
       for (index_t i = 0; i < n; ++i)
         for (index_t j = 0; j < l; ++j) {
           const index_t v = p.value(i * p.stride_ + j);

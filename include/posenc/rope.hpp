@@ -15,6 +15,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
+#include "posenc/detail/rope_checks.hpp"
 #include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/simd/base.hpp"
@@ -183,15 +184,6 @@ struct is_rope_freq<rope_table_view<C>> : std::true_type {};
 template <class F>
 inline constexpr bool is_rope_freq_v = is_rope_freq<std::remove_cv_t<std::remove_reference_t<F>>>::value;
 
-/// What the checks and the driver need of a cos/sin source: the head it fits and the window it rotates.
-struct rope_geom {
-  index_t head_dim = 0;
-  index_t pairs = 0;
-  index_t offset = 0;
-  rope_style style = rope_style::half_split;
-};
-
-inline rope_geom geom_of(const rope_plan& p) { return {p.head_dim(), p.pairs(), p.rotary_offset(), p.style()}; }
 template <class C>
 rope_geom geom_of(const rope_cache<C>& c) {
   return geom_of(c.plan());
@@ -202,12 +194,7 @@ rope_geom geom_of(const rope_table_view<C>& t) {
   return {g.head_dim, (g.rotary_dim ? g.rotary_dim : g.head_dim) / 2, g.rotary_offset, g.style};
 }
 
-/// The cos/sin source of a call: a plan must not be empty; a cache is valid by construction; a table view is
-/// checked at each call, here.
-inline status check_source(const char* fn, const rope_plan& p) {
-  if (p.empty()) return fail(fn, "plan is empty");
-  return {};
-}
+/// A cache is valid by construction; a table view is checked at each call, here (a plan: rope_checks.hpp).
 template <class C>
 status check_source(const char*, const rope_cache<C>&) {
   return {};
@@ -235,44 +222,6 @@ index_t max_positions_of(const F& f) {
   }
 }
 
-/// Validates an input/output pair against the geometry; in place (the same view) or disjoint spans only.
-template <class In, class Out>
-status check_target(const char* fn, const char* in_name, const char* out_name, index_t head_dim,
-                    const rope_io<In, Out>& t) {
-  POSENC_TRY(check_view(fn, in_name, t.in, false));
-  POSENC_TRY(check_view(fn, out_name, t.out, true));
-  if (t.in.extent(3) != head_dim)
-    return fail(fn, in_name, " head dim (extent 3)=", t.in.extent(3), " does not match the plan's head_dim=", head_dim);
-  if (t.in.extents() != t.out.extents())
-    return fail(fn, out_name, " shape (", t.out.extent(0), ", ", t.out.extent(1), ", ", t.out.extent(2), ", ",
-                t.out.extent(3), ") does not match ", in_name, " shape (", t.in.extent(0), ", ", t.in.extent(1), ", ",
-                t.in.extent(2), ", ", t.in.extent(3), ")");
-  if (!same_view(t.in, t.out) && spans_overlap(t.in, t.out))
-    return fail(fn, out_name, " overlaps ", in_name, " without being the same view (in place)");
-  return {};
-}
-
-template <class In, class Out, std::size_t K>
-status check_targets(const char* fn, index_t head_dim, const std::array<rope_io<In, Out>, K>& targets,
-                     const std::array<const char*, 2 * K>& names) {
-  for (std::size_t k = 0; k < K; ++k) POSENC_TRY(check_target(fn, names[2 * k], names[2 * k + 1], head_dim, targets[k]));
-  for (std::size_t k = 1; k < K; ++k) {
-    POSENC_TRY(check_same_tokens(fn, names[2 * k], targets[k].in.extent(0), targets[k].in.extent(1), names[0],
-                                 targets[0].in.extent(0), targets[0].in.extent(1)));
-    if (!targets[k].out.empty())
-      POSENC_TRY(check_distinct(fn, names[2 * k + 1], targets[k].out.data(), names[1], targets[0].out.data()));
-  }
-  return {};
-}
-
-/// Checks a rotation call; `max_pos` is its largest position (-1 when there is nothing to do).
-template <class In, class Out, std::size_t K>
-status check_rope_call(const char* fn, const rope_geom& g, const positions& pos,
-                       const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names,
-                       index_t& max_pos) {
-  POSENC_TRY(check_targets(fn, g.head_dim, targets, names));
-  return validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), max_pos);
-}
 
 template <std::size_t K>
 constexpr std::array<int, K> variants_of(int v) {

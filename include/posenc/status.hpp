@@ -23,6 +23,7 @@ enum class errc : int {
   invalid_file,      ///< a file that is not what it claims (bad magic, truncated, huge counts, wrong types)
   io_error,          ///< a file that cannot be opened or read
   out_of_memory,     ///< an allocation a build function needed failed (std::bad_alloc when thrown)
+  device_error,      ///< a CUDA runtime call or kernel launch failed (posenc/cuda/; device_error when thrown)
 };
 
 /// The result of a `try_` function: ok, or a code and the message the throwing form would carry, e.g.

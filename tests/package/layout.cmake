@@ -1,5 +1,5 @@
 # The layering the README's "Architecture" section draws, checked on the sources:
-#  - the kernels and the code below them (detail/kernels, detail/simd, detail/math) include no public header
+#  - the kernels and the code below them (detail/kernels, detail/gpu, detail/simd, detail/math) include no public header
 #    except the vocabulary ones (config, types, tensor_view, positions, storage);
 #  - the umbrella posenc/posenc.hpp includes neither the Python-API counterparts (compat/) nor the .npy
 #    utilities (io/);
@@ -9,7 +9,8 @@ cmake_policy(VERSION 3.20)
 set(vocabulary config.hpp types.hpp tensor_view.hpp positions.hpp storage.hpp)
 set(problems "")
 file(GLOB_RECURSE low RELATIVE ${INCLUDE_DIR}/posenc ${INCLUDE_DIR}/posenc/detail/kernels/*.hpp
-     ${INCLUDE_DIR}/posenc/detail/simd/*.hpp ${INCLUDE_DIR}/posenc/detail/math/*.hpp)
+     ${INCLUDE_DIR}/posenc/detail/simd/*.hpp ${INCLUDE_DIR}/posenc/detail/math/*.hpp
+     ${INCLUDE_DIR}/posenc/detail/gpu/*.hpp)
 foreach(f IN LISTS low)
   file(STRINGS ${INCLUDE_DIR}/posenc/${f} includes REGEX "^#include \"posenc/[^/\"]+\"")
   foreach(line IN LISTS includes)
@@ -25,7 +26,7 @@ foreach(line IN LISTS umbrella)
     list(APPEND problems "the umbrella header includes an optional utility: ${line}")
   endif()
 endforeach()
-file(GLOB_RECURSE all RELATIVE ${INCLUDE_DIR}/posenc ${INCLUDE_DIR}/posenc/*.hpp)
+file(GLOB_RECURSE all RELATIVE ${INCLUDE_DIR}/posenc ${INCLUDE_DIR}/posenc/*.hpp ${INCLUDE_DIR}/posenc/*.cuh)
 set(longest 0)
 foreach(f IN LISTS all)
   file(STRINGS ${INCLUDE_DIR}/posenc/${f} lines_of)

@@ -21,6 +21,7 @@ namespace detail {
 [[noreturn]] POSENC_COLD POSENC_DECL void raise(const status& s) {
 #if POSENC_HAS_EXCEPTIONS
   if (s.code() == errc::out_of_memory) throw std::bad_alloc();
+  if (s.code() == errc::device_error) throw device_error(s.c_str());
   throw argument_error(s.c_str());
 #else
   std::fprintf(stderr, "%s\n", s.c_str());

@@ -1,0 +1,118 @@
+// posenc/cuda/rope.cuh on a device, against the same golden files as the CPU tests (tests/golden/), through
+// rope_runner.cu. Without a CUDA device every test is skipped with the reason (GTEST_SKIP); the kernels' bodies
+// are tested on the CPU in every run (tests/gpu_body_test.cpp), and their resource usage by ptxas
+// (tests/cuda/resource_check.cmake).
+#include <array>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <posenc/posenc.hpp>
+
+#include "rope_runner.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using posenc::index_t;
+using namespace posenc_test;
+using posenc_cuda_test::dtype;
+
+// Skips the calling test (GTEST_SKIP returns from the function it is written in, so this is a macro).
+#define POSENC_REQUIRE_DEVICE()                                                \
+  do {                                                                         \
+    std::string why_;                                                          \
+    if (!posenc_cuda_test::device_available(why_)) GTEST_SKIP() << why_;       \
+  } while (0)
+
+struct cuda_case {
+  std::string file;
+  std::string name;
+};
+void PrintTo(const cuda_case& c, std::ostream* os) { *os << c.file << ":" << c.name; }
+
+std::vector<cuda_case> rope_cases() {
+  std::vector<cuda_case> out;
+  for (const char* f : {"rope_basic.txt", "rope_scaling.txt", "rope_long.txt"})
+    for (const auto& c : load_golden(f)) out.push_back({f, c.name});
+  return out;
+}
+
+template <class T>
+constexpr dtype dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return dtype::f32;
+  else if constexpr (std::is_same_v<T, double>) return dtype::f64;
+  else if constexpr (std::is_same_v<T, Eigen::half>) return dtype::f16;
+  else return dtype::bf16;
+}
+
+template <class T>
+void check_case(const golden_case& c, const posenc::rope_plan& plan, bool table, bool in_place) {
+  const auto& xs = c.array("x");
+  posenc_cuda_test::rope_job job;
+  job.plan = &plan;
+  job.table = table;
+  job.table_rows = max_position(c) + 1;
+  job.type = dtype_of<T>();
+  job.shape = {xs.shape[0], xs.shape[1], xs.shape[2], xs.shape[3]};
+  const std::vector<T> x = to_storage<T>(xs);
+  std::vector<T> y(x.size(), T(0));
+  job.x = x.data();
+  job.y = y.data();
+  job.backward = c.str("direction") == "inverse";
+  job.in_place = in_place || job.backward;
+  job.pos = positions_of(c);
+  const posenc::status s = posenc_cuda_test::run_rope(job);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::string what = c.name + (table ? " table" : " cache-free") + (job.in_place ? " in place" : " out of place");
+  if (table && std::is_same_v<T, double>) expect_close<T, float>(y, c.array("y"), what, angle_error_bound(c));
+  else expect_close<T>(y, c.array("y"), what, angle_error_bound(c));
+}
+
+class CudaRope : public ::testing::TestWithParam<cuda_case> {};
+
+TEST_P(CudaRope, MatchesGolden) {
+  POSENC_REQUIRE_DEVICE();
+  const auto cases = load_golden(GetParam().file);
+  const golden_case& c = find_case(cases, GetParam().name);
+  const posenc::rope_plan plan = posenc::make_rope_plan(rope_config_of(c), c.integer("seq_len"));
+  for (bool table : {false, true})
+    for (bool in_place : {true, false}) {
+      check_case<float>(c, plan, table, in_place);
+      check_case<double>(c, plan, table, in_place);
+      check_case<Eigen::half>(c, plan, table, in_place);
+      check_case<Eigen::bfloat16>(c, plan, table, in_place);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, CudaRope, ::testing::ValuesIn(rope_cases()),
+                         [](const ::testing::TestParamInfo<cuda_case>& p) {
+                           return camel(p.param.file.substr(0, p.param.file.find('.')) + "_" + p.param.name);
+                         });
+
+// A rejected call gives the CPU API's message (with the cuda:: prefix) and launches nothing.
+TEST(CudaRopeErrors, SameMessagesAsTheCpuApi) {
+  POSENC_REQUIRE_DEVICE();
+  posenc::rope_config cfg;
+  cfg.head_dim = 16;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg, 0);
+  std::vector<float> x(2 * 3 * 18, 0.25f);
+  posenc_cuda_test::rope_job job;
+  job.plan = &plan;
+  job.shape = {2, 3, 1, 18};  // head dim 18 for a plan of 16
+  job.x = x.data();
+  std::vector<float> y(x.size(), -1.0f);
+  job.y = y.data();
+  job.pos = posenc::positions::offset(0);
+  const posenc::status gpu = posenc_cuda_test::run_rope(job);
+  const posenc::status cpu =
+      posenc::try_apply_rope(plan, posenc::strided_view<float, 4>(x.data(), job.shape), posenc::positions::offset(0));
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_EQ(gpu.code(), cpu.code());
+  std::string want(cpu.message());
+  want.replace(0, std::string("posenc::").size(), "posenc::cuda::");
+  EXPECT_EQ(gpu.message(), want);
+  for (float v : y) EXPECT_EQ(v, -1.0f);  // nothing was copied back: the runner stopped at the launcher's status
+}
+
+}  // namespace

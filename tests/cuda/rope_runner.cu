@@ -1,0 +1,115 @@
+// The device side of the CUDA tests (see rope_runner.hpp): copies, launches through posenc/cuda/rope.cuh, and
+// copies back. Also the translation unit tests/cuda/resource_check.cmake compiles with `ptxas -v`: it
+// instantiates every RoPE kernel (four storage types, both sources).
+#include "rope_runner.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include <posenc/cuda/rope.cuh>
+
+namespace posenc_cuda_test {
+namespace {
+
+using posenc::index_t;
+
+posenc::status cuda_fail(const char* what, cudaError_t e) {
+  return posenc::status(posenc::errc::device_error, std::string("rope_runner: ") + what + ": " + cudaGetErrorString(e));
+}
+
+/// Device memory freed on scope exit.
+struct dev {
+  void* p = nullptr;
+  ~dev() {
+    if (p) cudaFree(p);
+  }
+};
+
+/// The same positions over a device copy of their array.
+posenc::status device_positions(const posenc::positions& h, dev& buf, posenc::positions& out) {
+  using form = posenc::positions::form;
+  if (h.kind() == form::offset) {
+    out = h;
+    return {};
+  }
+  const index_t n = h.kind() == form::per_sequence ? h.count() : (h.count() - 1) * h.row_stride() + h.length();
+  const bool wide = h.ids64() != nullptr;
+  const std::size_t bytes = static_cast<std::size_t>(n > 0 ? n : 0) * (wide ? 8 : 4);
+  if (bytes > 0) {
+    if (cudaError_t e = cudaMalloc(&buf.p, bytes); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+    const void* src = wide ? static_cast<const void*>(h.ids64()) : static_cast<const void*>(h.ids32());
+    if (cudaError_t e = cudaMemcpy(buf.p, src, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  }
+  if (h.kind() == form::per_sequence) {
+    out = wide ? posenc::positions::per_sequence(static_cast<const std::int64_t*>(buf.p), h.count())
+               : posenc::positions::per_sequence(static_cast<const std::int32_t*>(buf.p), h.count());
+  } else {
+    out = wide ? posenc::positions::per_token(static_cast<const std::int64_t*>(buf.p), h.count(), h.length(), h.row_stride())
+               : posenc::positions::per_token(static_cast<const std::int32_t*>(buf.p), h.count(), h.length(), h.row_stride());
+  }
+  return {};
+}
+
+template <class T>
+posenc::status run_typed(const rope_job& job) {
+  const auto& s = job.shape;
+  const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2] * s[3]) * sizeof(T);
+  dev x, y, pos_buf;
+  if (cudaError_t e = cudaMalloc(&x.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (cudaError_t e = cudaMemcpy(x.p, job.x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  if (!job.in_place) {
+    if (cudaError_t e = cudaMalloc(&y.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+    if (cudaError_t e = cudaMemset(y.p, 0, bytes); e != cudaSuccess) return cuda_fail("cudaMemset", e);
+  }
+  posenc::positions pos;
+  POSENC_TRY(device_positions(job.pos, pos_buf, pos));
+  posenc::cuda::rope_frequencies freq;
+  POSENC_TRY(posenc::cuda::rope_frequencies::try_create(*job.plan, freq));
+  posenc::cuda::rope_table<float> table;
+  if (job.table) POSENC_TRY(posenc::cuda::rope_table<float>::try_create(freq, job.table_rows, nullptr, table));
+  const posenc::strided_view<T, 4> vx(static_cast<T*>(x.p), s);
+  const posenc::strided_view<T, 4> vy(static_cast<T*>(y.p), s);
+  auto apply = [&](const auto& f) -> posenc::status {
+    if (job.backward) return posenc::cuda::try_apply_rope_backward(f, vx, pos);
+    if (job.in_place) return posenc::cuda::try_apply_rope(f, vx, pos);
+    return posenc::cuda::try_apply_rope(f, posenc::strided_view<const T, 4>(vx), vy, pos);
+  };
+  POSENC_TRY(job.table ? apply(table) : apply(freq));
+  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
+  if (cudaError_t e = cudaMemcpy(job.y, job.in_place || job.backward ? x.p : y.p, bytes, cudaMemcpyDeviceToHost);
+      e != cudaSuccess)
+    return cuda_fail("cudaMemcpy", e);
+  return {};
+}
+
+}  // namespace
+
+bool device_available(std::string& why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    why = std::string("no CUDA device (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+    return false;
+  }
+  if (count == 0) {
+    why = "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+posenc::status run_rope(const rope_job& job) {
+  switch (job.type) {
+    case dtype::f32: return run_typed<float>(job);
+    case dtype::f64: return run_typed<double>(job);
+    case dtype::f16: return run_typed<__half>(job);
+    case dtype::bf16: return run_typed<__nv_bfloat16>(job);
+  }
+  return {};
+}
+
+}  // namespace posenc_cuda_test

@@ -1,0 +1,174 @@
+// The GPU kernels' bodies (include/posenc/detail/gpu/), run on the CPU: each test enumerates the grid a CUDA
+// launcher would launch (one block per token, a block width that is not a multiple of the work) and compares
+// with the same golden files as the CPU kernels, so indexing, tails, strides, GQA and every position form of the
+// CUDA path are checked on every CI run, with or without a GPU. tests/cuda/ runs the same cases on a device.
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <posenc/detail/gpu/rope_body.hpp>
+#include <posenc/posenc.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using posenc::index_t;
+using namespace posenc_test;
+namespace gpu = posenc::detail::gpu;
+
+gpu::pos_params pod_positions(const posenc::positions& p) {
+  return {static_cast<int>(p.kind()), p.start(), p.ids64(), p.ids32(), p.row_stride()};
+}
+
+/// Runs every (block, thread) of the grid, as the device would (in any order: here block by block).
+template <class Params>
+void run_grid(const Params& p, index_t blocks, index_t threads) {
+  for (index_t b = 0; b < blocks; ++b)
+    for (index_t t = 0; t < threads; ++t) gpu::rope_block(p, b, t, threads);
+}
+
+struct gpu_case {
+  std::string file;
+  std::string name;
+};
+void PrintTo(const gpu_case& c, std::ostream* os) { *os << c.file << ":" << c.name; }
+
+std::vector<gpu_case> rope_cases() {
+  std::vector<gpu_case> out;
+  for (const char* f : {"rope_basic.txt", "rope_scaling.txt", "rope_long.txt"})
+    for (const auto& c : load_golden(f)) out.push_back({f, c.name});
+  return out;
+}
+
+class GpuRopeBody : public ::testing::TestWithParam<gpu_case> {};
+
+/// A cos/sin table as posenc::cuda::rope_table builds it: float rows filled by the table body, 32 threads wide.
+struct host_table {
+  index_t rows, pairs;
+  std::vector<float> cos, sin;
+  host_table(const posenc::rope_plan& plan, index_t n_rows)
+      : rows(n_rows), pairs(plan.pairs()), cos(static_cast<std::size_t>(n_rows * plan.pairs())), sin(cos.size()) {
+    for (index_t r = 0; r < rows; ++r)
+      for (index_t th = 0; th < 32; ++th)
+        gpu::table_block(plan.inv_freq().data(), plan.magnitude(), pairs, cos.data(), sin.data(), r, th, 32);
+  }
+};
+
+/// One golden case through the body, cache-free (angles in double) or from the table (when `table` is given).
+template <class T>
+void check_case(const golden_case& c, const posenc::rope_plan& plan, const host_table* table, bool in_place,
+                index_t threads) {
+  const bool use_table = table != nullptr;
+  const auto& xs = c.array("x");
+  const std::array<index_t, 4> shape{xs.shape[0], xs.shape[1], xs.shape[2], xs.shape[3]};
+  std::vector<T> x = to_storage<T>(xs);
+  std::vector<T> y(x.size(), T(0));
+  const posenc::strided_view<T, 4> vx(x.data(), shape), vy(y.data(), shape);
+  const posenc::positions pos = positions_of(c);
+  const double sign = c.str("direction") == "inverse" ? -1.0 : 1.0;
+  const posenc::rope_style style = plan.style();
+  const auto in = gpu::pod_of(posenc::strided_view<const T, 4>(vx));
+  const auto out = gpu::pod_of(in_place ? vx : vy);
+  const gpu::rope_pair_targets<T, T> t{{in, in}, {out, out}, 1};
+  const index_t blocks = shape[0] * shape[1];
+  const std::string what = c.name + (use_table ? " table" : " cache-free") + (in_place ? " in place" : " out of place") +
+                           " threads=" + std::to_string(threads);
+  if (use_table) {
+    const gpu::table_source<float> src{table->cos.data(), table->sin.data(), table->pairs, 1, table->rows};
+    run_grid(gpu::rope_params<T, T, gpu::table_source<float>>{t, pod_positions(pos), src, style, plan.rotary_offset(),
+                                                               plan.pairs(), sign},
+             blocks, threads);
+    if (std::is_same_v<T, double>) {
+      expect_close<T, float>(in_place ? x : y, c.array("y"), what, angle_error_bound(c));
+      return;
+    }
+  } else {
+    const gpu::angle_source src{plan.inv_freq().data(), plan.magnitude()};
+    run_grid(gpu::rope_params<T, T, gpu::angle_source>{t, pod_positions(pos), src, style, plan.rotary_offset(),
+                                                        plan.pairs(), sign},
+             blocks, threads);
+  }
+  expect_close<T>(in_place ? x : y, c.array("y"), what, angle_error_bound(c));
+}
+
+TEST_P(GpuRopeBody, MatchesGolden) {
+  const auto cases = load_golden(GetParam().file);
+  const golden_case& c = find_case(cases, GetParam().name);
+  const posenc::rope_plan plan = posenc::make_rope_plan(rope_config_of(c), c.integer("seq_len"));
+  const host_table table(plan, max_position(c) + 1);
+  // 7 threads: never a divisor of the work, so every block has a ragged last round; 128 as the launcher.
+  for (index_t threads : {index_t{7}, index_t{128}})
+    for (const host_table* t : {static_cast<const host_table*>(nullptr), &table})
+      for (bool in_place : {true, false}) {
+        check_case<float>(c, plan, t, in_place, threads);
+        check_case<double>(c, plan, t, in_place, threads);
+        check_case<Eigen::half>(c, plan, t, in_place, threads);
+        check_case<Eigen::bfloat16>(c, plan, t, in_place, threads);
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, GpuRopeBody, ::testing::ValuesIn(rope_cases()),
+                         [](const ::testing::TestParamInfo<gpu_case>& p) {
+                           return camel(p.param.file.substr(0, p.param.file.find('.')) + "_" + p.param.name);
+                         });
+
+// q and k of one fused QKV buffer with GQA (8 q heads, 2 kv heads), one launch for both, against the CPU path
+// on the same buffer (itself golden-tested): within one float rounding (the CPU forms cos/sin with its own
+// vector sincos, the body with libm), and v exactly untouched.
+TEST(GpuRopeBodyFused, QkOfAFusedBufferWithGqa) {
+  const index_t n = 2, l = 5, hq = 8, hk = 2, d = 64, row = (hq + 2 * hk) * d;
+  std::vector<float> qkv(static_cast<std::size_t>(n * l * row));
+  for (std::size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>(static_cast<int>(i % 29) - 14) / 16.0f;
+  std::vector<float> want = qkv;
+  const std::int64_t ids[] = {0, 7, 3, 100000, 5, 9, 2, 1, 4096, 6};
+  const posenc::positions pos = posenc::positions::per_token(ids, n, l);
+  posenc::rope_config cfg;
+  cfg.head_dim = d;
+  cfg.rotary_dim = 48;  // partial: features 48..63 pass through
+  cfg.base = 500000.0;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg, 0);
+  auto views = [&](float* p) {
+    return std::pair{posenc::strided_view<float, 4>(p, {n, l, hq, d}, {l * row, row, d, 1}),
+                     posenc::strided_view<float, 4>(p + hq * d, {n, l, hk, d}, {l * row, row, d, 1})};
+  };
+  const auto [wq, wk] = views(want.data());
+  posenc::apply_rope_qk(plan, wq, wk, pos);
+  const auto [q, k] = views(qkv.data());
+  const auto cq = gpu::pod_of(posenc::strided_view<const float, 4>(q)), ck = gpu::pod_of(posenc::strided_view<const float, 4>(k));
+  const gpu::rope_pair_targets<float, float> t{{cq, ck}, {gpu::pod_of(q), gpu::pod_of(k)}, 2};
+  const gpu::angle_source src{plan.inv_freq().data(), plan.magnitude()};
+  run_grid(gpu::rope_params<float, float, gpu::angle_source>{t, pod_positions(pos), src, plan.style(), 0, plan.pairs(), 1.0},
+           n * l, 96);
+  for (std::size_t i = 0; i < qkv.size(); ++i) {
+    const bool v_part = static_cast<index_t>(i) % row >= (hq + hk) * d;
+    if (v_part) ASSERT_EQ(qkv[i], want[i]) << "v element " << i;
+    else ASSERT_NEAR(qkv[i], want[i], 1.2e-7) << "element " << i;  // |x| <= 1: one ulp of a value below 1
+  }
+}
+
+// A table row past the table is left alone rather than read out of bounds (device positions are not read on
+// the host, so the launcher cannot reject them before the launch).
+TEST(GpuRopeBodyTable, PositionsPastTheTableAreNotRotated) {
+  const index_t d = 8;
+  std::vector<float> x(2 * d, 0.5f);
+  const std::int64_t ids[] = {1, 5};
+  posenc::rope_config cfg;
+  cfg.head_dim = d;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg, 0);
+  std::vector<float> cos(2 * 4), sin(2 * 4);
+  for (index_t r = 0; r < 2; ++r) gpu::table_block(plan.inv_freq().data(), 1.0, 4, cos.data(), sin.data(), r, 0, 1);
+  const posenc::strided_view<float, 4> v(x.data(), {1, 2, 1, d});
+  const auto pv = gpu::pod_of(v);
+  const gpu::rope_pair_targets<float, float> t{{gpu::pod_of(posenc::strided_view<const float, 4>(v)), {}}, {pv, {}}, 1};
+  const gpu::table_source<float> src{cos.data(), sin.data(), 4, 1, 2};
+  run_grid(gpu::rope_params<float, float, gpu::table_source<float>>{
+               t, pod_positions(posenc::positions::per_token(ids, 1, 2)), src, plan.style(), 0, 4, 1.0},
+           2, 4);
+  for (index_t f = 0; f < d; ++f) EXPECT_EQ(x[static_cast<std::size_t>(d + f)], 0.5f) << f;  // position 5: untouched
+  EXPECT_NE(x[0], 0.5f);                                                                    // position 1: rotated
+}
+
+}  // namespace
