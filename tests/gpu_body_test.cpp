@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <posenc/detail/gpu/alibi_body.hpp>
 #include <posenc/detail/gpu/rope_body.hpp>
 #include <posenc/posenc.hpp>
 
@@ -169,6 +170,90 @@ TEST(GpuRopeBodyTable, PositionsPastTheTableAreNotRotated) {
            2, 4);
   for (index_t f = 0; f < d; ++f) EXPECT_EQ(x[static_cast<std::size_t>(d + f)], 0.5f) << f;  // position 5: untouched
   EXPECT_NE(x[0], 0.5f);                                                                    // position 1: rotated
+}
+
+// ---- ALiBi ----------------------------------------------------------------------------------------------------
+
+template <class Params>
+void run_alibi_grid(const Params& p, index_t blocks, index_t threads) {
+  for (index_t b = 0; b < blocks; ++b)
+    for (index_t t = 0; t < threads; ++t) gpu::alibi_block(p, b, t, threads);
+}
+
+posenc::alibi_config alibi_config_of(const golden_case& c) {
+  posenc::alibi_config cfg;
+  cfg.num_heads = c.integer("num_heads");
+  cfg.max_bias = c.num("max_bias");
+  cfg.head_begin = c.integer("head_begin");
+  cfg.head_end = c.integer("head_end");
+  cfg.form = c.str("form") == "symmetric" ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
+  return cfg;
+}
+
+// Every bias_* case of alibi.txt: the bias written, added onto zero scores, and added from a slopes view (the
+// shard's slopes in double), each over the whole grid.
+template <class T>
+void check_alibi_case(const golden_case& c, index_t threads) {
+  const posenc::alibi_config cfg = alibi_config_of(c);
+  const auto& expected = c.array("bias");
+  const index_t h = expected.shape[0], lq = expected.shape[1], lk = expected.shape[2];
+  const posenc::positions pos = posenc::positions::offset(c.integer("query_offset"));
+  const bool symmetric = cfg.form == posenc::alibi_form::symmetric;
+  const gpu::alibi_formula formula{cfg.num_heads, cfg.head_begin, cfg.max_bias};
+  std::vector<double> slopes(static_cast<std::size_t>(h));
+  for (index_t k = 0; k < h; ++k) slopes[static_cast<std::size_t>(k)] = formula(0, k);
+  const gpu::alibi_slope_view<double> view{slopes.data(), {0, 1}};
+  for (int mode = 0; mode < 3; ++mode) {
+    std::vector<T> out(expected.values.size(), T(0));
+    const auto v = gpu::pod_of(posenc::strided_view<T, 4>(out.data(), {1, h, lq, lk}));
+    if (mode == 2) run_alibi_grid(gpu::alibi_params<T, gpu::alibi_slope_view<double>>{v, view, pod_positions(pos), true, symmetric, false}, h * lq, threads);
+    else run_alibi_grid(gpu::alibi_params<T, gpu::alibi_formula>{v, formula, pod_positions(pos), mode == 1, symmetric, false}, h * lq, threads);
+    expect_close(out, expected, c.name + (mode == 0 ? " bias" : mode == 1 ? " add" : " add (slopes view)") +
+                                    " threads=" + std::to_string(threads));
+  }
+}
+
+TEST(GpuAlibiBody, MatchesGolden) {
+  int cases = 0;
+  for (const auto& c : load_golden("alibi.txt")) {
+    if (!c.has("bias")) continue;  // the slopes cases test the formula the body calls (alibi_test.cpp)
+    ++cases;
+    for (index_t threads : {index_t{7}, index_t{128}}) {
+      check_alibi_case<float>(c, threads);
+      check_alibi_case<double>(c, threads);
+      check_alibi_case<Eigen::half>(c, threads);
+      check_alibi_case<Eigen::bfloat16>(c, threads);
+    }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+// Causal, symmetric, per-sequence query positions and per-batch slopes on strided scores, against the CPU
+// add_alibi_bias (golden-tested): within one float rounding of the same fma in double, -inf exactly where j > q.
+TEST(GpuAlibiBody, CausalPerSequenceAndBatchSlopesAsTheCpu) {
+  const index_t n = 2, h = 3, lq = 4, lk = 11, row = 13;  // a padded key row
+  const std::int64_t past[] = {7, 2};
+  const posenc::positions pos = posenc::positions::per_sequence(past, n);
+  std::vector<float> base(static_cast<std::size_t>(n * h * lq * row));
+  for (std::size_t i = 0; i < base.size(); ++i) base[i] = static_cast<float>(static_cast<int>(i % 17) - 8) / 4.0f;
+  const std::array<index_t, 4> ext{n, h, lq, lk}, str{h * lq * row, lq * row, row, 1};
+  const float slopes[] = {0.5f, 0.25f, 0.125f, 0.75f, 0.0625f, 0.03125f};
+  for (bool causal : {false, true})
+    for (bool symmetric : {false, true}) {
+      const auto form = symmetric ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
+      const auto mask = causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none;
+      std::vector<float> want = base, got = base;
+      posenc::add_alibi_bias(posenc::strided_view<const float, 2>(slopes, {n, h}),
+                             posenc::strided_view<float, 4>(want.data(), ext, str), pos, mask, form);
+      const gpu::alibi_slope_view<float> sv{slopes, {h, 1}};
+      const auto v = gpu::pod_of(posenc::strided_view<float, 4>(got.data(), ext, str));
+      run_alibi_grid(gpu::alibi_params<float, gpu::alibi_slope_view<float>>{v, sv, pod_positions(pos), true, symmetric, causal},
+                     n * h * lq, 5);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        if (std::isinf(want[i])) ASSERT_EQ(got[i], want[i]) << i;
+        else ASSERT_NEAR(got[i], want[i], 1.2e-7 * std::max(1.0f, std::fabs(want[i]))) << i;
+      }
+    }
 }
 
 }  // namespace

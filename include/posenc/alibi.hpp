@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "posenc/alibi_config.hpp"
 #include "posenc/config.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/kernels/entries.hpp"
@@ -27,102 +28,6 @@
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
-
-/// How the bias grows with the distance d = j - q between key position j and query position q.
-enum class alibi_form {
-  linear,     ///< slope * d: the paper's decoder form (BLOOM, MPT, Falcon-RW, ggml); d <= 0 under a causal mask
-  symmetric,  ///< -slope * |d|: bidirectional encoders (e.g. the symmetric ALiBi of MosaicBERT)
-};
-
-/// What add_alibi_bias does with the keys after the query (j > q).
-enum class alibi_mask {
-  none,    ///< the bias only
-  causal,  ///< the score is set to -infinity (overwritten, not added): a fused causal mask
-};
-
-/// One ALiBi configuration. The slopes depend on the *global* head count, so a tensor-parallel shard names
-/// its heads [head_begin, head_end) of num_heads and local head k gets the slope of global head head_begin + k.
-///
-/// **Example**
-/// ```
-/// posenc::alibi_config cfg;            // BLOOM-176B: 112 heads over 8 GPUs, 14 per shard
-/// cfg.num_heads = 112;
-/// cfg.head_begin = 14 * rank;
-/// cfg.head_end = 14 * (rank + 1);
-/// ```
-struct alibi_config {
-  index_t num_heads = 0;   ///< H, the model's global head count
-  double max_bias = 8.0;   ///< m: slopes 2^(-m(h+1)/n); 8 in the paper, BLOOM and MPT (ggml's max_bias)
-  index_t head_begin = 0;  ///< first global head of this shard
-  index_t head_end = -1;   ///< one past the last global head of this shard; -1 means num_heads
-  alibi_form form = alibi_form::linear; ///< linear for causal decoders, symmetric for bidirectional encoders
-};
-
-namespace detail {
-
-template <class T>
-inline constexpr bool is_alibi_dtype_v = is_storage_v<T>;
-
-inline status check_alibi_form(const char* fn, alibi_form form) {
-  if (form != alibi_form::linear && form != alibi_form::symmetric)
-    return fail(fn, "form=", static_cast<int>(form), " is not an alibi_form");
-  return {};
-}
-
-/// Validates a configuration; sets `range` to the global head range [begin, end) (unchanged on error).
-inline status check_alibi_config(const char* fn, const alibi_config& cfg, std::array<index_t, 2>& range) {
-  if (cfg.num_heads <= 0) return fail(fn, "num_heads=", cfg.num_heads, " must be > 0");
-  if (!(std::isfinite(cfg.max_bias) && cfg.max_bias > 0.0))
-    return fail(fn, "max_bias=", cfg.max_bias, " must be finite and > 0");
-  POSENC_TRY(check_alibi_form(fn, cfg.form));
-  const index_t end = cfg.head_end == -1 ? cfg.num_heads : cfg.head_end;
-  if (cfg.head_begin < 0 || cfg.head_begin >= cfg.num_heads)
-    return fail(fn, "head_begin=", cfg.head_begin, " is outside [0, num_heads=", cfg.num_heads, ")");
-  if (end <= cfg.head_begin || end > cfg.num_heads)
-    return fail(fn, "head_end=", cfg.head_end, " gives the head range [", cfg.head_begin, ", ", end,
-                "), empty or past num_heads=", cfg.num_heads);
-  range = {cfg.head_begin, end};
-  return {};
-}
-
-inline status check_alibi_mask(const char* fn, alibi_mask mask) {
-  if (mask != alibi_mask::none && mask != alibi_mask::causal)
-    return fail(fn, "mask=", static_cast<int>(mask), " is not an alibi_mask");
-  return {};
-}
-
-/// The scores (or bias) view of a call: [N, H, Lq, Lk] as it is, [H, Lq, Lk] as [1, H, Lq, Lk].
-template <class T, std::size_t R>
-strided_view<T, 4> as_scores_view(const strided_view<T, R>& v) {
-  static_assert(R == 3 || R == 4, "posenc: attention scores are [N, H, Lq, Lk] or [H, Lq, Lk]");
-  static_assert(!std::is_const_v<T>, "posenc: the attention scores must be writable");
-  static_assert(is_alibi_dtype_v<T>, "posenc: scores of float, double or a 16-bit storage type (posenc/storage.hpp)");
-  if constexpr (R == 4) {
-    return v;
-  } else {
-    using A = std::array<index_t, 4>;
-    return strided_view<T, 4>(v.data(), A{1, v.extent(0), v.extent(1), v.extent(2)},
-                              A{0, v.stride(0), v.stride(1), v.stride(2)});
-  }
-}
-
-/// Checks a (checked) scores view against the local head count and the query positions; `work` is set to
-/// false when there is nothing to do (an empty tensor).
-template <class T>
-status check_alibi_scores(const char* fn, const char* name, const strided_view<T, 4>& s, index_t heads,
-                          const positions& pos, bool& work) {
-  if (s.extent(1) != heads)
-    return fail(fn, name, " has ", s.extent(1), " heads where the configuration's shard has ", heads);
-  // validate_positions skips empty tensors; a negative offset is rejected whatever the shape.
-  if (pos.kind() == positions::form::offset && pos.start() < 0)
-    return fail(fn, "query offset=", pos.start(), " must be >= 0");
-  index_t max_pos = -1;
-  POSENC_TRY(validate_positions(fn, pos, s.extent(0), s.extent(2), max_pos));
-  work = max_pos >= 0 && s.extent(3) > 0;
-  return {};
-}
-
-}  // namespace detail
 
 // Every function below has a try_ form: noexcept, returning a status with the message the throwing form's
 // argument_error carries (posenc/status.hpp); nothing is written when it is not ok.

@@ -115,4 +115,34 @@ TEST(CudaRopeErrors, SameMessagesAsTheCpuApi) {
   for (float v : y) EXPECT_EQ(v, -1.0f);  // nothing was copied back: the runner stopped at the launcher's status
 }
 
+// ALiBi: every bias_* case of alibi.txt, written and added onto zero scores on the device.
+template <class T>
+void check_alibi_case(const golden_case& c, bool add) {
+  posenc::alibi_config cfg;
+  cfg.num_heads = c.integer("num_heads");
+  cfg.max_bias = c.num("max_bias");
+  cfg.head_begin = c.integer("head_begin");
+  cfg.head_end = c.integer("head_end");
+  cfg.form = c.str("form") == "symmetric" ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
+  const auto& expected = c.array("bias");
+  std::vector<T> out(expected.values.size(), T(0));
+  const posenc::status s = posenc_cuda_test::run_alibi(cfg, dtype_of<T>(), expected.shape[0], expected.shape[1],
+                                                       expected.shape[2], c.integer("query_offset"), add, out.data());
+  ASSERT_TRUE(s.ok()) << s.message();
+  expect_close(out, expected, c.name + (add ? " add_alibi_bias" : " alibi_bias"));
+}
+
+TEST(CudaAlibi, MatchesGolden) {
+  POSENC_REQUIRE_DEVICE();
+  for (const auto& c : load_golden("alibi.txt")) {
+    if (!c.has("bias")) continue;
+    for (bool add : {false, true}) {
+      check_alibi_case<float>(c, add);
+      check_alibi_case<double>(c, add);
+      check_alibi_case<Eigen::half>(c, add);
+      check_alibi_case<Eigen::bfloat16>(c, add);
+    }
+  }
+}
+
 }  // namespace

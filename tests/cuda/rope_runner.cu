@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <posenc/cuda/alibi.cuh>
 #include <posenc/cuda/rope.cuh>
 
 namespace posenc_cuda_test {
@@ -86,7 +87,43 @@ posenc::status run_typed(const rope_job& job) {
   return {};
 }
 
+template <class T>
+posenc::status run_alibi_typed(const posenc::alibi_config& cfg, index_t heads, index_t lq, index_t lk,
+                               index_t query_offset, bool add, void* inout) {
+  const std::size_t bytes = static_cast<std::size_t>(heads * lq * lk) * sizeof(T);
+  dev s;
+  if (cudaError_t e = cudaMalloc(&s.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (cudaError_t e = cudaMemcpy(s.p, inout, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  T* p = static_cast<T*>(s.p);
+  if (add) {
+    POSENC_TRY(posenc::cuda::try_add_alibi_bias(cfg, posenc::strided_view<T, 4>(p, {1, heads, lq, lk}),
+                                                posenc::positions::offset(query_offset)));
+  } else {
+    POSENC_TRY(posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<T, 3>(p, {heads, lq, lk}), query_offset));
+  }
+  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
+  if (cudaError_t e = cudaMemcpy(inout, s.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  return {};
+}
+
+// Instantiated for the resource check, not called by the tests: the explicit-slopes kernel.
+[[maybe_unused]] posenc::status alibi_slopes_kernel(const float* slopes, __half* scores) {
+  return posenc::cuda::try_add_alibi_bias(posenc::strided_view<const float, 1>(slopes, {2}),
+                                          posenc::strided_view<__half, 4>(scores, {1, 2, 1, 1}));
+}
+
 }  // namespace
+
+posenc::status run_alibi(const posenc::alibi_config& cfg, dtype type, index_t heads, index_t lq, index_t lk,
+                         index_t query_offset, bool add, void* inout) {
+  switch (type) {
+    case dtype::f32: return run_alibi_typed<float>(cfg, heads, lq, lk, query_offset, add, inout);
+    case dtype::f64: return run_alibi_typed<double>(cfg, heads, lq, lk, query_offset, add, inout);
+    case dtype::f16: return run_alibi_typed<__half>(cfg, heads, lq, lk, query_offset, add, inout);
+    case dtype::bf16: return run_alibi_typed<__nv_bfloat16>(cfg, heads, lq, lk, query_offset, add, inout);
+  }
+  return {};
+}
 
 bool device_available(std::string& why) {
   int count = 0;

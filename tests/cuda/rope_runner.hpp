@@ -6,6 +6,7 @@
 #include <array>
 #include <string>
 
+#include <posenc/alibi_config.hpp>
 #include <posenc/positions.hpp>
 #include <posenc/rope_scaling.hpp>
 #include <posenc/status.hpp>
@@ -35,5 +36,10 @@ struct rope_job {
 
 /// Runs the job; the launcher's status (or a device_error of the runner's own CUDA calls).
 posenc::status run_rope(const rope_job& job);
+
+/// posenc::cuda::alibi_bias (add = false) or add_alibi_bias onto the scores in `inout` (add = true) of shape
+/// [1, H, Lq, Lk], `type` elements, query positions offset(query_offset); the result copied back into `inout`.
+posenc::status run_alibi(const posenc::alibi_config& cfg, dtype type, posenc::index_t heads, posenc::index_t lq,
+                         posenc::index_t lk, posenc::index_t query_offset, bool add, void* inout);
 
 }  // namespace posenc_cuda_test

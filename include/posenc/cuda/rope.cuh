@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/cuda/common.cuh"
 #include "posenc/detail/gpu/rope_body.hpp"
 #include "posenc/detail/rope_checks.hpp"
 #include "posenc/detail/throw.hpp"
@@ -33,43 +34,10 @@
 
 POSENC_BEGIN_NAMESPACE
 
-/// CUDA's half is binary16 (read through its bits, as every f16 storage type).
-template <>
-struct storage_traits<__half> {
-  static constexpr storage_format format = storage_format::f16;  ///< binary16
-};
-/// CUDA's bfloat16.
-template <>
-struct storage_traits<__nv_bfloat16> {
-  static constexpr storage_format format = storage_format::bf16;  ///< the high half of a binary32
-};
-
 namespace cuda {
 namespace detail {
 
 using posenc::detail::fail;
-using posenc::detail::make_status;
-
-/// A status for a failed CUDA runtime call, naming the call and the runtime's error string.
-inline status cuda_status(const char* fn, const char* what, cudaError_t e) {
-  return make_status(errc::device_error, fn, what, " failed: ", cudaGetErrorString(e));
-}
-
-/// Owns one device allocation.
-struct device_buffer {
-  void* p = nullptr;
-  device_buffer() = default;
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  device_buffer(device_buffer&& o) noexcept : p(std::exchange(o.p, nullptr)) {}
-  device_buffer& operator=(device_buffer&& o) noexcept {
-    std::swap(p, o.p);
-    return *this;
-  }
-  ~device_buffer() {
-    if (p != nullptr) cudaFree(p);
-  }
-};
 
 template <class In, class Out, class Src>
 __global__ void rope_kernel(posenc::detail::gpu::rope_params<In, Out, Src> p) {
@@ -201,10 +169,6 @@ inline posenc::detail::gpu::angle_source source_of(const rope_frequencies& f) {
 template <class C>
 posenc::detail::gpu::table_source<C> source_of(const rope_table<C>& t) {
   return {t.cos_data(), t.sin_data(), t.plan().pairs(), 1, t.max_positions()};
-}
-
-inline posenc::detail::gpu::pos_params pod_positions(const positions& p) {
-  return {static_cast<int>(p.kind()), p.start(), p.ids64(), p.ids32(), p.row_stride()};
 }
 
 /// Every CUDA RoPE entry: the CPU API's checks first (nothing is launched on an error), then one launch for
