@@ -80,7 +80,7 @@ void check_case(const golden_case& c, const posenc::rope_plan& plan, const host_
   if (use_table) {
     const gpu::table_source<float> src{table->cos.data(), table->sin.data(), table->pairs, 1, table->rows};
     run_grid(gpu::rope_params<T, T, gpu::table_source<float>>{t, pod_positions(pos), src, style, plan.rotary_offset(),
-                                                               plan.pairs(), sign},
+                                                               plan.pairs(), sign, {0, 0}},
              blocks, threads);
     if (std::is_same_v<T, double>) {
       expect_close<T, float>(in_place ? x : y, c.array("y"), what, angle_error_bound(c));
@@ -89,7 +89,7 @@ void check_case(const golden_case& c, const posenc::rope_plan& plan, const host_
   } else {
     const gpu::angle_source src{plan.inv_freq().data(), plan.magnitude()};
     run_grid(gpu::rope_params<T, T, gpu::angle_source>{t, pod_positions(pos), src, style, plan.rotary_offset(),
-                                                        plan.pairs(), sign},
+                                                        plan.pairs(), sign, {0, 0}},
              blocks, threads);
   }
   expect_close<T>(in_place ? x : y, c.array("y"), what, angle_error_bound(c));
@@ -141,7 +141,7 @@ TEST(GpuRopeBodyFused, QkOfAFusedBufferWithGqa) {
   const auto cq = gpu::pod_of(posenc::strided_view<const float, 4>(q)), ck = gpu::pod_of(posenc::strided_view<const float, 4>(k));
   const gpu::rope_pair_targets<float, float> t{{cq, ck}, {gpu::pod_of(q), gpu::pod_of(k)}, 2};
   const gpu::angle_source src{plan.inv_freq().data(), plan.magnitude()};
-  run_grid(gpu::rope_params<float, float, gpu::angle_source>{t, pod_positions(pos), src, plan.style(), 0, plan.pairs(), 1.0},
+  run_grid(gpu::rope_params<float, float, gpu::angle_source>{t, pod_positions(pos), src, plan.style(), 0, plan.pairs(), 1.0, {0, 0}},
            n * l, 96);
   for (std::size_t i = 0; i < qkv.size(); ++i) {
     const bool v_part = static_cast<index_t>(i) % row >= (hq + hk) * d;
@@ -166,10 +166,50 @@ TEST(GpuRopeBodyTable, PositionsPastTheTableAreNotRotated) {
   const gpu::rope_pair_targets<float, float> t{{gpu::pod_of(posenc::strided_view<const float, 4>(v)), {}}, {pv, {}}, 1};
   const gpu::table_source<float> src{cos.data(), sin.data(), 4, 1, 2};
   run_grid(gpu::rope_params<float, float, gpu::table_source<float>>{
-               t, pod_positions(posenc::positions::per_token(ids, 1, 2)), src, plan.style(), 0, 4, 1.0},
+               t, pod_positions(posenc::positions::per_token(ids, 1, 2)), src, plan.style(), 0, 4, 1.0, {0, 0}},
            2, 4);
   for (index_t f = 0; f < d; ++f) EXPECT_EQ(x[static_cast<std::size_t>(d + f)], 0.5f) << f;  // position 5: untouched
   EXPECT_NE(x[0], 0.5f);                                                                    // position 1: rotated
+}
+
+// ---- xPos -----------------------------------------------------------------------------------------------------
+
+// Every xpos.txt case through the RoPE body with the xPos source (double arithmetic), in place and out of place,
+// compared as xpos_test.cpp compares the CPU path (half skipped past its safe range, as there).
+template <class T>
+void check_xpos_case(const golden_case& c, bool in_place, index_t threads) {
+  const posenc::xpos_plan plan(xpos_config_of(c));
+  const auto& xs = c.array("x");
+  const index_t n = xs.shape[0], l = xs.shape[1], d = xs.shape[2];
+  std::vector<T> x = to_storage<T>(xs);
+  std::vector<T> y(x.size(), T(0));
+  const posenc::strided_view<T, 4> vx(x.data(), {n, l, 1, d}), vy(y.data(), {n, l, 1, d});
+  const gpu::rope_pair_targets<T, T> t{{gpu::pod_of(posenc::strided_view<const T, 4>(vx)), {}},
+                                       {gpu::pod_of(in_place ? vx : vy), {}}, 1};
+  const gpu::xpos_source src{plan.inv_freq().data(), plan.log_zeta().data(), c.integer("center"),
+                             plan.config().scale_base};
+  const int variant = c.integer("downscale") != 0 ? 1 : 0;
+  run_grid(gpu::rope_params<T, T, gpu::xpos_source>{t, pod_positions(posenc::positions::offset(c.integer("offset"))),
+                                                     src, plan.config().style, 0, plan.pairs(), 1.0, {variant, 0}},
+           n * l, threads);
+  expect_xpos_close(in_place ? x : y, c, c.name + (in_place ? " in place" : " out of place") + " threads=" +
+                                              std::to_string(threads));
+}
+
+TEST(GpuXposBody, MatchesGolden) {
+  int cases = 0;
+  for (const auto& c : load_golden("xpos.txt")) {
+    ++cases;
+    for (index_t threads : {index_t{7}, index_t{128}})
+      for (bool in_place : {true, false}) {
+        check_xpos_case<float>(c, in_place, threads);
+        check_xpos_case<double>(c, in_place, threads);
+        check_xpos_case<Eigen::bfloat16>(c, in_place, threads);
+        // Eigen::half: past max_safe_distance<half> the outputs (~1e+-32) do not exist in half (xpos_test.cpp).
+        if (c.str("tolerance_mode") != "relative") check_xpos_case<Eigen::half>(c, in_place, threads);
+      }
+  }
+  EXPECT_EQ(cases, 8);
 }
 
 // ---- ALiBi ----------------------------------------------------------------------------------------------------

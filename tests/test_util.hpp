@@ -1,6 +1,7 @@
 // Shared helpers of the posenc tests: golden cases to posenc configs, tolerances per dtype.
 #pragma once
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -305,5 +306,61 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
+// ---- xPos golden cases (xpos.txt) ----------------------------------------------------------------------------
+
+/// The xpos_config of an xpos.txt case.
+inline posenc::xpos_config xpos_config_of(const golden_case& c) {
+  posenc::xpos_config cfg;
+  cfg.head_dim = c.integer("head_dim");
+  cfg.scale_base = c.num("scale_base");
+  cfg.gamma = c.num("gamma");
+  cfg.base = c.num("base");
+  cfg.style = style_of(c);
+  return cfg;
+}
+
+/// Relative tolerance of storage type T for the `relative` cases: one rounding to T (half an ulp relative to
+/// the value, 2^-(mantissa+1)) plus the float arithmetic allowance of test_util's tolerance.
+template <class T>
+double xpos_relative_tolerance() {
+  if constexpr (std::is_same_v<T, double>) return 1e-12;
+  else return 2e-6 + std::ldexp(1.0, -dtype_info<T>::mantissa - 1);
+}
+
+/// The feature indices (a, b) of pair i, by the layout definition.
+inline std::array<posenc::index_t, 2> pair_features(posenc::rope_style style, posenc::index_t d, posenc::index_t i) {
+  if (style == posenc::rope_style::interleaved) return {2 * i, 2 * i + 1};
+  return {i, i + d / 2};
+}
+
+// Compares `got` (N, L, D) with the case's y. Tolerance per element: absolute cases as test_util's
+// tolerance<T>, relative cases xpos_relative_tolerance<T>() * |y|; both plus the angle bound times the pair's
+// norm (theta = p*w in double is off by up to (p+1)*1.5*2^-52 rad, which moves y by that times |y pair|).
+template <class T>
+void expect_xpos_close(const std::vector<T>& got, const golden_case& c, const std::string& what) {
+  const auto& y = c.array("y");
+  ASSERT_EQ(got.size(), y.values.size()) << what;
+  const posenc::index_t d = c.integer("head_dim");
+  const bool relative = c.str("tolerance_mode") == "relative";
+  const double angle_err = 1.5 * std::ldexp(static_cast<double>(c.integer("offset") + y.shape[1]), -52);
+  const posenc::rope_style style = style_of(c);
+  int reported = 0;
+  for (std::size_t row = 0; row < got.size() / static_cast<std::size_t>(d); ++row) {
+    for (posenc::index_t i = 0; i < d / 2; ++i) {
+      const auto ab = pair_features(style, d, i);
+      const std::size_t a = row * static_cast<std::size_t>(d) + static_cast<std::size_t>(ab[0]);
+      const std::size_t b = row * static_cast<std::size_t>(d) + static_cast<std::size_t>(ab[1]);
+      const double pair_norm = std::hypot(y.values[a], y.values[b]);
+      for (std::size_t e : {a, b}) {
+        const double want = y.values[e];
+        const double err = std::fabs(as_double(got[e]) - want);
+        const double tol = (relative ? xpos_relative_tolerance<T>() * std::fabs(want) : tolerance<T>(want)) + angle_err * pair_norm;
+        if (!(err <= tol) && reported++ < 3)
+          ADD_FAILURE() << what << " [" << dtype_info<T>::name << "] element " << e << ": got " << as_double(got[e])
+                        << " expected " << want << " (error " << err << ", tolerance " << tol << ")";
+      }
+    }
+  }
+}
 
 }  // namespace posenc_test

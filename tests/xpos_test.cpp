@@ -30,30 +30,6 @@ using namespace posenc_test;
 template <class T>
 using RowMajor3 = Eigen::Tensor<T, 3, Eigen::RowMajor>;
 
-posenc::xpos_config config_of(const golden_case& c) {
-  posenc::xpos_config cfg;
-  cfg.head_dim = c.integer("head_dim");
-  cfg.scale_base = c.num("scale_base");
-  cfg.gamma = c.num("gamma");
-  cfg.base = c.num("base");
-  cfg.style = style_of(c);
-  return cfg;
-}
-
-/// Relative tolerance of storage type T for the `relative` cases: one rounding to T (half an ulp relative to
-/// the value, 2^-(mantissa+1)) plus the float arithmetic allowance of test_util's tolerance.
-template <class T>
-double relative_tolerance() {
-  if constexpr (std::is_same_v<T, double>) return 1e-12;
-  else return 2e-6 + std::ldexp(1.0, -dtype_info<T>::mantissa - 1);
-}
-
-/// The feature indices (a, b) of pair i, by the layout definition.
-std::array<index_t, 2> pair_features(rope_style style, index_t d, index_t i) {
-  if (style == rope_style::interleaved) return {2 * i, 2 * i + 1};
-  return {i, i + d / 2};
-}
-
 // ------------------------------------------------------------------------------------------ golden
 
 class XposGolden : public IsaTest<std::string> {};
@@ -62,36 +38,6 @@ std::vector<std::string> xpos_case_names() {
   std::vector<std::string> out;
   for (const auto& c : load_golden("xpos.txt")) out.push_back(c.name);
   return out;
-}
-
-// Compares `got` (N, L, D) with the case's y. Tolerance per element: absolute cases as test_util's
-// tolerance<T>, relative cases relative_tolerance<T>() * |y|; both plus the angle bound times the pair's
-// norm (theta = p*w in double is off by up to (p+1)*1.5*2^-52 rad, which moves y by that times |y pair|).
-template <class T>
-void compare(const std::vector<T>& got, const golden_case& c, const std::string& what) {
-  const auto& y = c.array("y");
-  ASSERT_EQ(got.size(), y.values.size()) << what;
-  const index_t d = c.integer("head_dim");
-  const bool relative = c.str("tolerance_mode") == "relative";
-  const double angle_err = 1.5 * std::ldexp(static_cast<double>(c.integer("offset") + y.shape[1]), -52);
-  const rope_style style = style_of(c);
-  int reported = 0;
-  for (std::size_t row = 0; row < got.size() / static_cast<std::size_t>(d); ++row) {
-    for (index_t i = 0; i < d / 2; ++i) {
-      const auto ab = pair_features(style, d, i);
-      const std::size_t a = row * static_cast<std::size_t>(d) + static_cast<std::size_t>(ab[0]);
-      const std::size_t b = row * static_cast<std::size_t>(d) + static_cast<std::size_t>(ab[1]);
-      const double pair_norm = std::hypot(y.values[a], y.values[b]);
-      for (std::size_t e : {a, b}) {
-        const double want = y.values[e];
-        const double err = std::fabs(as_double(got[e]) - want);
-        const double tol = (relative ? relative_tolerance<T>() * std::fabs(want) : tolerance<T>(want)) + angle_err * pair_norm;
-        if (!(err <= tol) && reported++ < 3)
-          ADD_FAILURE() << what << " [" << dtype_info<T>::name << "] element " << e << ": got " << as_double(got[e])
-                        << " expected " << want << " (error " << err << ", tolerance " << tol << ")";
-      }
-    }
-  }
 }
 
 template <class T>
@@ -105,7 +51,7 @@ void run_golden(const golden_case& c, const posenc::xpos_plan& plan, index_t cen
     std::vector<T> x = x0;
     Eigen::TensorMap<RowMajor3<T>> t(x.data(), n_batch, n_len, d);
     posenc::apply_xpos(plan, posenc::as_nlhd(t, posenc::layout::nld), pos, center, mode);
-    compare(x, c, c.name + " in place");
+    expect_xpos_close(x, c, c.name + " in place");
   }
   {  // Out of place: the input is untouched.
     std::vector<T> x = x0;
@@ -114,7 +60,7 @@ void run_golden(const golden_case& c, const posenc::xpos_plan& plan, index_t cen
     Eigen::TensorMap<RowMajor3<T>> ty(y.data(), n_batch, n_len, d);
     posenc::apply_xpos(plan, posenc::as_nlhd(tx, posenc::layout::nld), posenc::as_nlhd(ty, posenc::layout::nld), pos, center,
                        mode);
-    compare(y, c, c.name + " out of place");
+    expect_xpos_close(y, c, c.name + " out of place");
     for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(as_double(x[i]), as_double(x0[i])) << c.name << ": input modified";
   }
 }
@@ -122,7 +68,7 @@ void run_golden(const golden_case& c, const posenc::xpos_plan& plan, index_t cen
 TEST_P(XposGolden, AllDtypes) {
   const auto cases = load_golden("xpos.txt");
   const golden_case& c = find_case(cases, param());
-  const posenc::xpos_plan plan(config_of(c));
+  const posenc::xpos_plan plan(xpos_config_of(c));
   const index_t p0 = c.integer("offset");
   const index_t n_len = c.array("x").shape[1];
   index_t center = c.integer("center");

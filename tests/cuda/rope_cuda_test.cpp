@@ -145,4 +145,28 @@ TEST(CudaAlibi, MatchesGolden) {
   }
 }
 
+// xPos: every xpos.txt case on the device, compared as xpos_test.cpp compares the CPU path.
+template <class T>
+void check_xpos_case(const golden_case& c) {
+  const posenc::xpos_plan plan(xpos_config_of(c));
+  const auto& xs = c.array("x");
+  const std::vector<T> x = to_storage<T>(xs);
+  std::vector<T> y(x.size(), T(0));
+  const posenc::status s = posenc_cuda_test::run_xpos(
+      plan, dtype_of<T>(), {xs.shape[0], xs.shape[1], 1, xs.shape[2]}, x.data(), y.data(), c.integer("offset"),
+      c.integer("center"), c.integer("downscale") != 0 ? posenc::xpos_mode::downscale : posenc::xpos_mode::upscale);
+  ASSERT_TRUE(s.ok()) << s.message();
+  expect_xpos_close(y, c, c.name + " cuda");
+}
+
+TEST(CudaXpos, MatchesGolden) {
+  POSENC_REQUIRE_DEVICE();
+  for (const auto& c : load_golden("xpos.txt")) {
+    check_xpos_case<float>(c);
+    check_xpos_case<double>(c);
+    check_xpos_case<Eigen::bfloat16>(c);
+    if (c.str("tolerance_mode") != "relative") check_xpos_case<Eigen::half>(c);  // half's range, as xpos_test.cpp
+  }
+}
+
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <posenc/cuda/alibi.cuh>
 #include <posenc/cuda/rope.cuh>
+#include <posenc/cuda/xpos.cuh>
 
 namespace posenc_cuda_test {
 namespace {
@@ -106,6 +107,28 @@ posenc::status run_alibi_typed(const posenc::alibi_config& cfg, index_t heads, i
   return {};
 }
 
+template <class T>
+posenc::status run_xpos_typed(const posenc::xpos_plan& plan, const std::array<index_t, 4>& s, const void* x, void* y,
+                              index_t offset, index_t center, posenc::xpos_mode mode) {
+  const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2] * s[3]) * sizeof(T);
+  dev d;
+  if (cudaError_t e = cudaMalloc(&d.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (cudaError_t e = cudaMemcpy(d.p, x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  posenc::cuda::xpos_frequencies f;
+  POSENC_TRY(posenc::cuda::xpos_frequencies::try_create(plan, f));
+  POSENC_TRY(posenc::cuda::try_apply_xpos(f, posenc::strided_view<T, 4>(static_cast<T*>(d.p), s),
+                                          posenc::positions::offset(offset), center, mode));
+  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
+  if (cudaError_t e = cudaMemcpy(y, d.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  return {};
+}
+
+// Instantiated for the resource check, not called by the tests: xPos's q+k launch.
+[[maybe_unused]] posenc::status xpos_qk_kernel(const posenc::cuda::xpos_frequencies& f, __half* q, __half* k) {
+  return posenc::cuda::try_apply_xpos_qk(f, posenc::strided_view<__half, 4>(q, {1, 1, 1, 8}),
+                                         posenc::strided_view<__half, 4>(k, {1, 1, 1, 8}), posenc::positions::offset(0), 0);
+}
+
 // Instantiated for the resource check, not called by the tests: the explicit-slopes kernel.
 [[maybe_unused]] posenc::status alibi_slopes_kernel(const float* slopes, __half* scores) {
   return posenc::cuda::try_add_alibi_bias(posenc::strided_view<const float, 1>(slopes, {2}),
@@ -121,6 +144,17 @@ posenc::status run_alibi(const posenc::alibi_config& cfg, dtype type, index_t he
     case dtype::f64: return run_alibi_typed<double>(cfg, heads, lq, lk, query_offset, add, inout);
     case dtype::f16: return run_alibi_typed<__half>(cfg, heads, lq, lk, query_offset, add, inout);
     case dtype::bf16: return run_alibi_typed<__nv_bfloat16>(cfg, heads, lq, lk, query_offset, add, inout);
+  }
+  return {};
+}
+
+posenc::status run_xpos(const posenc::xpos_plan& plan, dtype type, const std::array<index_t, 4>& shape, const void* x,
+                        void* y, index_t offset, index_t center, posenc::xpos_mode mode) {
+  switch (type) {
+    case dtype::f32: return run_xpos_typed<float>(plan, shape, x, y, offset, center, mode);
+    case dtype::f64: return run_xpos_typed<double>(plan, shape, x, y, offset, center, mode);
+    case dtype::f16: return run_xpos_typed<__half>(plan, shape, x, y, offset, center, mode);
+    case dtype::bf16: return run_xpos_typed<__nv_bfloat16>(plan, shape, x, y, offset, center, mode);
   }
   return {};
 }

@@ -10,6 +10,7 @@
 #include <posenc/positions.hpp>
 #include <posenc/rope_scaling.hpp>
 #include <posenc/status.hpp>
+#include <posenc/xpos_plan.hpp>
 
 namespace posenc_cuda_test {
 
@@ -41,5 +42,9 @@ posenc::status run_rope(const rope_job& job);
 /// [1, H, Lq, Lk], `type` elements, query positions offset(query_offset); the result copied back into `inout`.
 posenc::status run_alibi(const posenc::alibi_config& cfg, dtype type, posenc::index_t heads, posenc::index_t lq,
                          posenc::index_t lk, posenc::index_t query_offset, bool add, void* inout);
+
+/// posenc::cuda::apply_xpos in place on x (N, L, 1, D) at positions offset .. offset+L-1; the result into y.
+posenc::status run_xpos(const posenc::xpos_plan& plan, dtype type, const std::array<posenc::index_t, 4>& shape,
+                        const void* x, void* y, posenc::index_t offset, posenc::index_t center, posenc::xpos_mode mode);
 
 }  // namespace posenc_cuda_test

@@ -194,7 +194,7 @@ status rope_launch(const char* fn, const F& freq, const positions& pos, double s
   const posenc::detail::rope_geom g = geom_of(freq);
   using Src = decltype(source_of(freq));
   const posenc::detail::gpu::rope_params<In, Out, Src> p{t, pod_positions(pos), source_of(freq), g.style, g.offset,
-                                                          g.pairs, sign};
+                                                          g.pairs, sign, {0, 0}};
   rope_kernel<<<static_cast<unsigned>(blocks), rope_threads, 0, stream>>>(p);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_status(fn, "launch", e);
   return {};

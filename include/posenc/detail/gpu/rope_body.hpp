@@ -17,6 +17,7 @@
 #include "posenc/config.hpp"
 #include "posenc/detail/math/half.hpp"
 #include "posenc/detail/math/rotate.hpp"
+#include "posenc/detail/math/xpos_scale.hpp"
 #include "posenc/storage.hpp"
 #include "posenc/tensor_view.hpp"
 #include "posenc/types.hpp"
@@ -99,8 +100,10 @@ POSENC_HOST_DEVICE inline void store(S* p, A v) {
 struct angle_source {
   const double* w;
   double magnitude;
+  static constexpr bool double_arithmetic = false;
+  static constexpr bool is_table = false;
   template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t i, double sign, A& c, A& s) const {
+  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t i, double sign, int, A& c, A& s) const {
     const double theta = static_cast<double>(p) * w[i];
 #if defined(__CUDA_ARCH__)
     double sd, cd;
@@ -122,11 +125,39 @@ struct table_source {
   index_t row_stride;
   index_t pair_stride;
   index_t rows;
+  static constexpr bool double_arithmetic = false;
+  static constexpr bool is_table = true;
   template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t i, double sign, A& c, A& s) const {
+  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t i, double sign, int, A& c, A& s) const {
     const index_t k = p * row_stride + i * pair_stride;
     c = load<A>(cos + k);
     s = static_cast<A>(sign) * load<A>(sin + k);
+  }
+};
+
+/// xPos (torchscale, Sun et al. 2022): theta = p * w_i, times zeta_i^((p - C)/scale_base) for variant 0 (upscale,
+/// queries) or its reciprocal for variant 1 (downscale, keys), each exp(+-ln(zeta_i) (p - C)/scale_base) in
+/// double. Double arithmetic throughout: the scale may leave float's range where the scaled value does not.
+struct xpos_source {
+  const double* w;
+  const double* log_zeta;
+  index_t center;
+  double scale_base;
+  static constexpr bool double_arithmetic = true;
+  static constexpr bool is_table = false;
+  template <class A>
+  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t i, double sign, int variant, A& c, A& s) const {
+    const double theta = static_cast<double>(p) * w[i];
+#if defined(__CUDA_ARCH__)
+    double sd, cd;
+    ::sincos(theta, &sd, &cd);
+#else
+    const double sd = std::sin(theta), cd = std::cos(theta);
+#endif
+    const double e = math::xpos_log_scale(log_zeta[i], p, center, scale_base);
+    const double scale = std::exp(variant == 0 ? e : -e);
+    c = static_cast<A>(cd * scale);
+    s = static_cast<A>(sign * sd * scale);
   }
 };
 
@@ -150,6 +181,7 @@ struct rope_params {
   index_t offset;  ///< first rotated feature
   index_t pairs;   ///< R/2
   double sign;     ///< +1 forward, -1 backward (the transpose)
+  int variant[2];  ///< per target, the source's variant (xPos: 0 upscale, 1 downscale); 0 otherwise
 };
 
 /// Block `block` handles token (n, l) = (block / L, block % L) of every target; thread `thread` of `threads`
@@ -157,11 +189,11 @@ struct rope_params {
 template <class In, class Out, class Src>
 POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src>& p, index_t block, index_t thread,
                                           index_t threads) {
-  using A = acc_t<In, Out>;
+  using A = std::conditional_t<Src::double_arithmetic, double, acc_t<In, Out>>;
   const index_t len = p.t.in[0].extent[1];
   const index_t n = block / len, l = block % len;
   const index_t pos = p.pos.at(n, l);
-  if constexpr (!std::is_same_v<Src, angle_source>) {
+  if constexpr (Src::is_table) {
     if (pos < 0 || pos >= p.src.rows) return;  // device positions are not read on the host: never read past the table
   }
   for (int k = 0; k < p.t.count; ++k) {
@@ -177,7 +209,7 @@ POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src>& p, in
         const index_t fa = p.offset + (p.style == rope_style::interleaved ? 2 * i : i);
         const index_t fb = p.offset + (p.style == rope_style::interleaved ? 2 * i + 1 : i + p.pairs);
         A c, s;
-        p.src.cos_sin(pos, i, p.sign, c, s);
+        p.src.cos_sin(pos, i, p.sign, p.variant[k], c, s);
         const A a = load<A>(in.at(n, l, h, fa)), b = load<A>(in.at(n, l, h, fb));
         A ra, rb;
         math::rotate_pair(a, b, c, s, ra, rb);
@@ -201,7 +233,7 @@ POSENC_HOST_DEVICE inline void table_block(const double* w, double magnitude, in
   const angle_source src{w, magnitude};
   for (index_t i = thread; i < pairs; i += threads) {
     double c, s;
-    src.cos_sin(block, i, 1.0, c, s);
+    src.cos_sin(block, i, 1.0, 0, c, s);
     store(cos + block * pairs + i, c);
     store(sin + block * pairs + i, s);
   }
