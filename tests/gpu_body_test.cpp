@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <posenc/detail/gpu/alibi_body.hpp>
 #include <posenc/detail/gpu/rope_body.hpp>
+#include <posenc/detail/gpu/sinusoid_body.hpp>
 #include <posenc/posenc.hpp>
 
 #include "test_util.hpp"
@@ -210,6 +211,61 @@ TEST(GpuXposBody, MatchesGolden) {
       }
   }
   EXPECT_EQ(cases, 8);
+}
+
+// ---- sinusoidal ----------------------------------------------------------------------------------------------
+
+template <class T>
+void run_sinusoid(const posenc::sinusoidal_config& cfg, const posenc::positions& pos, const T* in, T* out,
+                  const std::array<index_t, 3>& shape, index_t threads) {
+  using V = gpu::view4<T>;
+  const index_t d = shape[2];
+  const V o{out, {shape[0], shape[1], 1, d}, {shape[1] * d, d, 0, 1}};
+  const gpu::view4<const T> i{in, {shape[0], shape[1], 1, d}, {shape[1] * d, d, 0, 1}};
+  const gpu::sinusoid_params_gpu<T> p{i, o, pod_positions(pos), posenc::detail::sinusoid_params_of(cfg), in != nullptr};
+  for (index_t b = 0; b < shape[0] * shape[1]; ++b)
+    for (index_t t = 0; t < threads; ++t) gpu::sinusoid_block(p, b, t, threads);
+}
+
+// Every case of sinusoidal.txt: the tables (both layouts, offsets, D = 2, the padding row) and the additions
+// (per-token positions, fairseq padding) in place and out of place, as sinusoidal_test.cpp checks the CPU path.
+template <class T>
+void check_sinusoid_case(const golden_case& c, index_t threads) {
+  const posenc::sinusoidal_config cfg = sinusoidal_config_of(c);
+  const std::string what = c.name + " threads=" + std::to_string(threads);
+  if (c.has("table")) {
+    const index_t len = c.integer("length"), offset = c.integer("offset");
+    std::vector<T> t(static_cast<std::size_t>(len * cfg.dim), T(-7));
+    run_sinusoid<T>(cfg, posenc::positions::offset(offset), nullptr, t.data(), {1, len, cfg.dim}, threads);
+    expect_close(t, c.array("table"), what, sinusoid_angle_bound(offset + len, cfg.base));
+    return;
+  }
+  const auto& xs = c.array("x");
+  const std::array<index_t, 3> shape{xs.shape[0], xs.shape[1], xs.shape[2]};
+  const std::vector<std::int64_t>& ids = c.array("positions").ivalues;
+  const auto pos = posenc::positions::per_token(ids.data(), shape[0], shape[1]);
+  const index_t max_pos = *std::max_element(ids.begin(), ids.end());
+  for (bool in_place : {true, false}) {
+    std::vector<T> x = to_storage<T>(xs);
+    std::vector<T> y(x.size(), T(0));
+    run_sinusoid<T>(cfg, pos, x.data(), in_place ? x.data() : y.data(), shape, threads);
+    expect_close(in_place ? x : y, c.array("y"), what + (in_place ? " in place" : " out of place"),
+                 sinusoid_angle_bound(max_pos, cfg.base));
+  }
+}
+
+TEST(GpuSinusoidBody, MatchesGolden) {
+  int cases = 0;
+  for (const auto& c : load_golden("sinusoidal.txt")) {
+    ++cases;
+    for (index_t threads : {index_t{3}, index_t{128}}) {
+      check_sinusoid_case<float>(c, threads);
+      check_sinusoid_case<double>(c, threads);
+      check_sinusoid_case<Eigen::half>(c, threads);
+      check_sinusoid_case<Eigen::bfloat16>(c, threads);
+    }
+  }
+  EXPECT_GT(cases, 10);
 }
 
 // ---- ALiBi ----------------------------------------------------------------------------------------------------

@@ -30,22 +30,6 @@ const std::vector<golden_case>& golden() {
   return cases;
 }
 
-posenc::sinusoidal_config config_of(const golden_case& c) {
-  posenc::sinusoidal_config cfg;
-  cfg.dim = c.integer("dim");
-  cfg.base = c.num("base");
-  cfg.layout = c.str("layout") == "concat" ? posenc::sinusoidal_layout::concat : posenc::sinusoidal_layout::interleaved;
-  if (c.has("padding_idx")) cfg.padding_idx = c.integer("padding_idx");
-  return cfg;
-}
-
-// |theta_double - theta| for positions <= max_pos: the exponent of w_i is rounded (relative error 2^-53,
-// amplified by |exponent| * ln(base) <= ln(base)), pow adds an ulp, the product p * w another:
-// (max_pos + 1) * (2 + ln(base)) * 2^-53.
-double angle_bound(index_t max_pos, double base) {
-  return static_cast<double>(max_pos + 1) * (2.0 + std::log(base)) * std::ldexp(1.0, -53);
-}
-
 std::vector<std::string> table_cases() {
   std::vector<std::string> out;
   for (const auto& c : golden())
@@ -57,12 +41,12 @@ class SinusoidalTableGolden : public IsaTest<std::string> {};
 
 template <class T>
 double check_table(const golden_case& c) {
-  const auto cfg = config_of(c);
+  const auto cfg = sinusoidal_config_of(c);
   const index_t len = c.integer("length");
   const index_t offset = c.integer("offset");
   std::vector<T> t(static_cast<std::size_t>(len * cfg.dim), T(-7));
   posenc::sinusoidal_table(posenc::strided_view<T, 2>(t.data(), {len, cfg.dim}), cfg, offset);
-  return expect_close(t, c.array("table"), c.name, angle_bound(offset + len, cfg.base));
+  return expect_close(t, c.array("table"), c.name, sinusoid_angle_bound(offset + len, cfg.base));
 }
 
 TEST_P(SinusoidalTableGolden, AllDtypes) {
@@ -75,20 +59,20 @@ TEST_P(SinusoidalTableGolden, AllDtypes) {
 
 TEST_P(SinusoidalTableGolden, EigenTensorAndStridedView) {
   const golden_case& c = find_case(golden(), param());
-  const auto cfg = config_of(c);
+  const auto cfg = sinusoidal_config_of(c);
   const index_t len = c.integer("length");
   const index_t offset = c.integer("offset");
   Eigen::Tensor<float, 2, Eigen::RowMajor> t(len, cfg.dim);
   posenc::sinusoidal_table(t, cfg, offset);
   std::vector<float> flat(t.data(), t.data() + t.size());
-  expect_close(flat, c.array("table"), c.name + " Eigen", angle_bound(offset + len, cfg.base));
+  expect_close(flat, c.array("table"), c.name + " Eigen", sinusoid_angle_bound(offset + len, cfg.base));
   // Transposed storage: element (l, d) at d * len + l.
   std::vector<double> col(static_cast<std::size_t>(len * cfg.dim), -7.0);
   posenc::sinusoidal_table(posenc::strided_view<double, 2>(col.data(), {len, cfg.dim}, {1, len}), cfg, offset);
   std::vector<double> back;
   for (index_t l = 0; l < len; ++l)
     for (index_t d = 0; d < cfg.dim; ++d) back.push_back(col[static_cast<std::size_t>(d * len + l)]);
-  expect_close(back, c.array("table"), c.name + " strided", angle_bound(offset + len, cfg.base));
+  expect_close(back, c.array("table"), c.name + " strided", sinusoid_angle_bound(offset + len, cfg.base));
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, SinusoidalTableGolden,
@@ -97,7 +81,7 @@ INSTANTIATE_TEST_SUITE_P(Golden, SinusoidalTableGolden,
 
 template <class T>
 double check_add_case(const golden_case& c, bool in_place) {
-  const auto cfg = config_of(c);
+  const auto cfg = sinusoidal_config_of(c);
   const auto& xs = c.array("x");
   const std::array<index_t, 3> shape{xs.shape[0], xs.shape[1], xs.shape[2]};
   std::vector<std::int64_t> pos_ids = c.array("positions").ivalues;
@@ -118,7 +102,7 @@ double check_add_case(const golden_case& c, bool in_place) {
   index_t max_pos = 0;
   for (auto p : pos_ids) max_pos = std::max<index_t>(max_pos, p);
   return expect_close(in_place ? x : y, c.array("y"), c.name + (in_place ? " in place" : " out of place"),
-                      angle_bound(max_pos, cfg.base));
+                      sinusoid_angle_bound(max_pos, cfg.base));
 }
 
 class SinusoidalAddGolden : public IsaOnlyTest {};

@@ -363,4 +363,23 @@ void expect_xpos_close(const std::vector<T>& got, const golden_case& c, const st
   }
 }
 
+// ---- sinusoidal golden cases (sinusoidal.txt) -----------------------------------------------------------------
+
+/// The sinusoidal_config of a sinusoidal.txt case.
+inline posenc::sinusoidal_config sinusoidal_config_of(const golden_case& c) {
+  posenc::sinusoidal_config cfg;
+  cfg.dim = c.integer("dim");
+  cfg.base = c.num("base");
+  cfg.layout = c.str("layout") == "concat" ? posenc::sinusoidal_layout::concat : posenc::sinusoidal_layout::interleaved;
+  if (c.has("padding_idx")) cfg.padding_idx = c.integer("padding_idx");
+  return cfg;
+}
+
+// |theta_double - theta| for positions <= max_pos: the exponent of w_i is rounded (relative error 2^-53,
+// amplified by |exponent| * ln(base) <= ln(base)), pow adds an ulp, the product p * w another:
+// (max_pos + 1) * (2 + ln(base)) * 2^-53.
+inline double sinusoid_angle_bound(posenc::index_t max_pos, double base) {
+  return static_cast<double>(max_pos + 1) * (2.0 + std::log(base)) * std::ldexp(1.0, -53);
+}
+
 }  // namespace posenc_test

@@ -2,6 +2,7 @@
 // rope_runner.cu. Without a CUDA device every test is skipped with the reason (GTEST_SKIP); the kernels' bodies
 // are tested on the CPU in every run (tests/gpu_body_test.cpp), and their resource usage by ptxas
 // (tests/cuda/resource_check.cmake).
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -166,6 +167,42 @@ TEST(CudaXpos, MatchesGolden) {
     check_xpos_case<double>(c);
     check_xpos_case<Eigen::bfloat16>(c);
     if (c.str("tolerance_mode") != "relative") check_xpos_case<Eigen::half>(c);  // half's range, as xpos_test.cpp
+  }
+}
+
+// Sinusoidal: every sinusoidal.txt case (tables; additions in place and out of place) on the device.
+template <class T>
+void check_sinusoid_case(const golden_case& c) {
+  const posenc::sinusoidal_config cfg = sinusoidal_config_of(c);
+  if (c.has("table")) {
+    const index_t len = c.integer("length"), offset = c.integer("offset");
+    std::vector<T> t(static_cast<std::size_t>(len * cfg.dim), T(-7));
+    const posenc::status s =
+        posenc_cuda_test::run_sinusoidal(cfg, dtype_of<T>(), {1, len, cfg.dim}, nullptr, t.data(), offset, nullptr, false);
+    ASSERT_TRUE(s.ok()) << s.message();
+    expect_close(t, c.array("table"), c.name + " cuda", sinusoid_angle_bound(offset + len, cfg.base));
+    return;
+  }
+  const auto& xs = c.array("x");
+  const std::vector<std::int64_t>& ids = c.array("positions").ivalues;
+  const index_t max_pos = *std::max_element(ids.begin(), ids.end());
+  for (bool in_place : {true, false}) {
+    const std::vector<T> x = to_storage<T>(xs);
+    std::vector<T> y(x.size(), T(0));
+    const posenc::status s = posenc_cuda_test::run_sinusoidal(cfg, dtype_of<T>(), {xs.shape[0], xs.shape[1], xs.shape[2]},
+                                                              x.data(), y.data(), 0, ids.data(), in_place);
+    ASSERT_TRUE(s.ok()) << s.message();
+    expect_close(y, c.array("y"), c.name + " cuda", sinusoid_angle_bound(max_pos, cfg.base));
+  }
+}
+
+TEST(CudaSinusoidal, MatchesGolden) {
+  POSENC_REQUIRE_DEVICE();
+  for (const auto& c : load_golden("sinusoidal.txt")) {
+    check_sinusoid_case<float>(c);
+    check_sinusoid_case<double>(c);
+    check_sinusoid_case<Eigen::half>(c);
+    check_sinusoid_case<Eigen::bfloat16>(c);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include <posenc/cuda/alibi.cuh>
 #include <posenc/cuda/rope.cuh>
+#include <posenc/cuda/sinusoidal.cuh>
 #include <posenc/cuda/xpos.cuh>
 
 namespace posenc_cuda_test {
@@ -123,6 +124,34 @@ posenc::status run_xpos_typed(const posenc::xpos_plan& plan, const std::array<in
   return {};
 }
 
+template <class T>
+posenc::status run_sinusoidal_typed(const posenc::sinusoidal_config& cfg, const std::array<index_t, 3>& s, const void* x,
+                                    void* out, index_t offset, const std::int64_t* ids, bool in_place) {
+  const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2]) * sizeof(T);
+  dev dx, dy, dpos;
+  if (cudaError_t e = cudaMalloc(&dy.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (x == nullptr) {
+    POSENC_TRY(posenc::cuda::try_sinusoidal_table(posenc::strided_view<T, 2>(static_cast<T*>(dy.p), {s[1], s[2]}), cfg, offset));
+  } else {
+    const std::size_t pbytes = static_cast<std::size_t>(s[0] * s[1]) * sizeof(std::int64_t);
+    if (cudaError_t e = cudaMalloc(&dpos.p, pbytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+    if (cudaError_t e = cudaMemcpy(dpos.p, ids, pbytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+    if (cudaError_t e = cudaMemcpy(dy.p, x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+    const auto pos = posenc::positions::per_token(static_cast<const std::int64_t*>(dpos.p), s[0], s[1]);
+    const posenc::strided_view<T, 3> vy(static_cast<T*>(dy.p), s);
+    if (in_place) {
+      POSENC_TRY(posenc::cuda::try_add_sinusoidal(posenc::strided_view<const T, 3>(vy), vy, cfg, pos));
+    } else {
+      if (cudaError_t e = cudaMalloc(&dx.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+      if (cudaError_t e = cudaMemcpy(dx.p, x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+      POSENC_TRY(posenc::cuda::try_add_sinusoidal(posenc::strided_view<const T, 3>(static_cast<const T*>(dx.p), s), vy, cfg, pos));
+    }
+  }
+  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
+  if (cudaError_t e = cudaMemcpy(out, dy.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  return {};
+}
+
 // Instantiated for the resource check, not called by the tests: xPos's q+k launch.
 [[maybe_unused]] posenc::status xpos_qk_kernel(const posenc::cuda::xpos_frequencies& f, __half* q, __half* k) {
   return posenc::cuda::try_apply_xpos_qk(f, posenc::strided_view<__half, 4>(q, {1, 1, 1, 8}),
@@ -155,6 +184,17 @@ posenc::status run_xpos(const posenc::xpos_plan& plan, dtype type, const std::ar
     case dtype::f64: return run_xpos_typed<double>(plan, shape, x, y, offset, center, mode);
     case dtype::f16: return run_xpos_typed<__half>(plan, shape, x, y, offset, center, mode);
     case dtype::bf16: return run_xpos_typed<__nv_bfloat16>(plan, shape, x, y, offset, center, mode);
+  }
+  return {};
+}
+
+posenc::status run_sinusoidal(const posenc::sinusoidal_config& cfg, dtype type, const std::array<index_t, 3>& shape,
+                              const void* x, void* out, index_t offset, const std::int64_t* ids, bool in_place) {
+  switch (type) {
+    case dtype::f32: return run_sinusoidal_typed<float>(cfg, shape, x, out, offset, ids, in_place);
+    case dtype::f64: return run_sinusoidal_typed<double>(cfg, shape, x, out, offset, ids, in_place);
+    case dtype::f16: return run_sinusoidal_typed<__half>(cfg, shape, x, out, offset, ids, in_place);
+    case dtype::bf16: return run_sinusoidal_typed<__nv_bfloat16>(cfg, shape, x, out, offset, ids, in_place);
   }
   return {};
 }

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 
 #include <posenc/alibi_config.hpp>
 #include <posenc/positions.hpp>
 #include <posenc/rope_scaling.hpp>
+#include <posenc/sinusoidal_config.hpp>
 #include <posenc/status.hpp>
 #include <posenc/xpos_plan.hpp>
 
@@ -46,5 +48,10 @@ posenc::status run_alibi(const posenc::alibi_config& cfg, dtype type, posenc::in
 /// posenc::cuda::apply_xpos in place on x (N, L, 1, D) at positions offset .. offset+L-1; the result into y.
 posenc::status run_xpos(const posenc::xpos_plan& plan, dtype type, const std::array<posenc::index_t, 4>& shape,
                         const void* x, void* y, posenc::index_t offset, posenc::index_t center, posenc::xpos_mode mode);
+
+/// posenc::cuda::sinusoidal_table into out [L, D] (x null, positions offset(offset)), or add_sinusoidal of x
+/// (N, L, D) with per-token positions `ids` into out (in place when out == x).
+posenc::status run_sinusoidal(const posenc::sinusoidal_config& cfg, dtype type, const std::array<posenc::index_t, 3>& shape,
+                              const void* x, void* out, posenc::index_t offset, const std::int64_t* ids, bool in_place);
 
 }  // namespace posenc_cuda_test
