@@ -11,6 +11,7 @@
 #include <posenc/detail/gpu/alibi_body.hpp>
 #include <posenc/detail/gpu/rope_body.hpp>
 #include <posenc/detail/gpu/sinusoid_body.hpp>
+#include <posenc/detail/gpu/t5_body.hpp>
 #include <posenc/posenc.hpp>
 
 #include "test_util.hpp"
@@ -266,6 +267,52 @@ TEST(GpuSinusoidBody, MatchesGolden) {
     }
   }
   EXPECT_GT(cases, 10);
+}
+
+// ---- T5 -------------------------------------------------------------------------------------------------------
+
+// Every table_* case of t5.txt through the body: a table whose entry [b, h] is b + 64 h (exact in every storage
+// type) makes the written bias the golden bucket plus 64 h; added onto 0.5 it is that plus 0.5.
+template <class T>
+void check_t5_case(const golden_case& c, index_t threads) {
+  const posenc::t5_bucket_config cfg{c.integer("bidirectional") != 0, c.integer("num_buckets"), c.integer("max_distance")};
+  const index_t lq = c.integer("query_len"), lk = c.integer("key_len"), heads = 2;
+  std::vector<float> table(static_cast<std::size_t>(cfg.num_buckets * heads));
+  for (index_t b = 0; b < cfg.num_buckets; ++b)
+    for (index_t h = 0; h < heads; ++h) table[static_cast<std::size_t>(b * heads + h)] = static_cast<float>(b + 64 * h);
+  const auto& want = c.array("buckets").ivalues;
+  for (bool add : {false, true}) {
+    std::vector<T> out(static_cast<std::size_t>(heads * lq * lk), static_cast<T>(add ? 0.5f : -1.0f));
+    const gpu::t5_params<T, float> p{gpu::pod_of(posenc::strided_view<T, 4>(out.data(), {1, heads, lq, lk})),
+                                     table.data(),
+                                     {heads, 1},
+                                     posenc::detail::math::t5_bucketer(cfg.bidirectional, cfg.num_buckets, cfg.max_distance),
+                                     pod_positions(posenc::positions::offset(c.integer("query_offset"))),
+                                     add};
+    for (index_t b = 0; b < heads * lq; ++b)
+      for (index_t t = 0; t < threads; ++t) gpu::t5_block(p, b, t, threads);
+    for (index_t h = 0; h < heads; ++h)
+      for (index_t k = 0; k < lq * lk; ++k) {
+        const double expected = static_cast<double>(want[static_cast<std::size_t>(k)] + 64 * h) + (add ? 0.5 : 0.0);
+        ASSERT_EQ(as_double(out[static_cast<std::size_t>(h * lq * lk + k)]), expected)
+            << c.name << " head " << h << " element " << k << (add ? " add" : " write");
+      }
+  }
+}
+
+TEST(GpuT5Body, MatchesGolden) {
+  int cases = 0;
+  for (const auto& c : load_golden("t5.txt")) {
+    if (!c.has("buckets")) continue;  // the boundary cases test the bucketer itself (relative_bias_test.cpp)
+    ++cases;
+    for (index_t threads : {index_t{5}, index_t{128}}) {
+      check_t5_case<float>(c, threads);
+      check_t5_case<double>(c, threads);
+      check_t5_case<Eigen::half>(c, threads);
+      check_t5_case<Eigen::bfloat16>(c, threads);
+    }
+  }
+  EXPECT_GT(cases, 0);
 }
 
 // ---- ALiBi ----------------------------------------------------------------------------------------------------

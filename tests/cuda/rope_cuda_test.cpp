@@ -206,4 +206,37 @@ TEST(CudaSinusoidal, MatchesGolden) {
   }
 }
 
+// T5: every table_* case of t5.txt on the device, through a table whose entry [b, h] is b + 64 h.
+template <class T>
+void check_t5_case(const golden_case& c, bool add) {
+  const posenc::t5_bucket_config cfg{c.integer("bidirectional") != 0, c.integer("num_buckets"), c.integer("max_distance")};
+  const index_t lq = c.integer("query_len"), lk = c.integer("key_len"), heads = 2;
+  std::vector<float> table(static_cast<std::size_t>(cfg.num_buckets * heads));
+  for (index_t b = 0; b < cfg.num_buckets; ++b)
+    for (index_t h = 0; h < heads; ++h) table[static_cast<std::size_t>(b * heads + h)] = static_cast<float>(b + 64 * h);
+  std::vector<T> out(static_cast<std::size_t>(heads * lq * lk), static_cast<T>(add ? 0.5f : -1.0f));
+  const posenc::status s = posenc_cuda_test::run_t5(cfg, table.data(), dtype_of<T>(), heads, lq, lk,
+                                                    c.integer("query_offset"), add, out.data());
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto& want = c.array("buckets").ivalues;
+  for (index_t h = 0; h < heads; ++h)
+    for (index_t k = 0; k < lq * lk; ++k)
+      ASSERT_EQ(as_double(out[static_cast<std::size_t>(h * lq * lk + k)]),
+                static_cast<double>(want[static_cast<std::size_t>(k)] + 64 * h) + (add ? 0.5 : 0.0))
+          << c.name << " head " << h << " element " << k;
+}
+
+TEST(CudaT5, MatchesGolden) {
+  POSENC_REQUIRE_DEVICE();
+  for (const auto& c : load_golden("t5.txt")) {
+    if (!c.has("buckets")) continue;
+    for (bool add : {false, true}) {
+      check_t5_case<float>(c, add);
+      check_t5_case<double>(c, add);
+      check_t5_case<Eigen::half>(c, add);
+      check_t5_case<Eigen::bfloat16>(c, add);
+    }
+  }
+}
+
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <posenc/cuda/alibi.cuh>
 #include <posenc/cuda/rope.cuh>
+#include <posenc/cuda/relative_bias.cuh>
 #include <posenc/cuda/sinusoidal.cuh>
 #include <posenc/cuda/xpos.cuh>
 
@@ -152,6 +153,29 @@ posenc::status run_sinusoidal_typed(const posenc::sinusoidal_config& cfg, const 
   return {};
 }
 
+template <class T>
+posenc::status run_t5_typed(const posenc::t5_bucket_config& cfg, const float* table, index_t heads, index_t lq,
+                            index_t lk, index_t query_offset, bool add, void* inout) {
+  const std::size_t bytes = static_cast<std::size_t>(heads * lq * lk) * sizeof(T);
+  const std::size_t tbytes = static_cast<std::size_t>(cfg.num_buckets * heads) * sizeof(float);
+  dev d, t;
+  if (cudaError_t e = cudaMalloc(&d.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (cudaError_t e = cudaMalloc(&t.p, tbytes); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (cudaError_t e = cudaMemcpy(d.p, inout, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  if (cudaError_t e = cudaMemcpy(t.p, table, tbytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  const posenc::strided_view<const float, 2> vt(static_cast<const float*>(t.p), {cfg.num_buckets, heads});
+  T* p = static_cast<T*>(d.p);
+  if (add) {
+    POSENC_TRY(posenc::cuda::try_add_t5_bias(vt, cfg, posenc::strided_view<T, 4>(p, {1, heads, lq, lk}),
+                                             posenc::positions::offset(query_offset)));
+  } else {
+    POSENC_TRY(posenc::cuda::try_t5_bias(vt, cfg, posenc::strided_view<T, 3>(p, {heads, lq, lk}), query_offset));
+  }
+  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
+  if (cudaError_t e = cudaMemcpy(inout, d.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  return {};
+}
+
 // Instantiated for the resource check, not called by the tests: xPos's q+k launch.
 [[maybe_unused]] posenc::status xpos_qk_kernel(const posenc::cuda::xpos_frequencies& f, __half* q, __half* k) {
   return posenc::cuda::try_apply_xpos_qk(f, posenc::strided_view<__half, 4>(q, {1, 1, 1, 8}),
@@ -195,6 +219,17 @@ posenc::status run_sinusoidal(const posenc::sinusoidal_config& cfg, dtype type, 
     case dtype::f64: return run_sinusoidal_typed<double>(cfg, shape, x, out, offset, ids, in_place);
     case dtype::f16: return run_sinusoidal_typed<__half>(cfg, shape, x, out, offset, ids, in_place);
     case dtype::bf16: return run_sinusoidal_typed<__nv_bfloat16>(cfg, shape, x, out, offset, ids, in_place);
+  }
+  return {};
+}
+
+posenc::status run_t5(const posenc::t5_bucket_config& cfg, const float* table, dtype type, index_t heads, index_t lq,
+                      index_t lk, index_t query_offset, bool add, void* inout) {
+  switch (type) {
+    case dtype::f32: return run_t5_typed<float>(cfg, table, heads, lq, lk, query_offset, add, inout);
+    case dtype::f64: return run_t5_typed<double>(cfg, table, heads, lq, lk, query_offset, add, inout);
+    case dtype::f16: return run_t5_typed<__half>(cfg, table, heads, lq, lk, query_offset, add, inout);
+    case dtype::bf16: return run_t5_typed<__nv_bfloat16>(cfg, table, heads, lq, lk, query_offset, add, inout);
   }
   return {};
 }

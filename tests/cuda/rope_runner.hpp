@@ -12,6 +12,7 @@
 #include <posenc/rope_scaling.hpp>
 #include <posenc/sinusoidal_config.hpp>
 #include <posenc/status.hpp>
+#include <posenc/t5_config.hpp>
 #include <posenc/xpos_plan.hpp>
 
 namespace posenc_cuda_test {
@@ -53,5 +54,10 @@ posenc::status run_xpos(const posenc::xpos_plan& plan, dtype type, const std::ar
 /// (N, L, D) with per-token positions `ids` into out (in place when out == x).
 posenc::status run_sinusoidal(const posenc::sinusoidal_config& cfg, dtype type, const std::array<posenc::index_t, 3>& shape,
                               const void* x, void* out, posenc::index_t offset, const std::int64_t* ids, bool in_place);
+
+/// posenc::cuda::t5_bias (add false) or add_t5_bias onto `inout` [1, H, Lq, Lk] from a float table
+/// [num_buckets, H] (host `table`, copied to the device), query positions offset(query_offset).
+posenc::status run_t5(const posenc::t5_bucket_config& cfg, const float* table, dtype type, posenc::index_t heads,
+                      posenc::index_t lq, posenc::index_t lk, posenc::index_t query_offset, bool add, void* inout);
 
 }  // namespace posenc_cuda_test
