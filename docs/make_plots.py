@@ -7,7 +7,7 @@ Every curve labelled "posenc" is read back from a file the tool wrote (`posenc p
 `inv_freq = 1.0 / (base ** (arange(0, R, 2).float() / R))` and `outer(t.float(), inv_freq)` do in PyTorch).
 CI runs this script (scripts/check_docs.sh), so the pictures cannot drift from the code.
 
-Usage: /usr/bin/python3 docs/make_plots.py --posenc build/examples/cli/posenc_cli [--out docs/plots]
+Usage: /usr/bin/python3 docs/make_plots.py --posenc build/examples-release/examples/cli/posenc [--out docs/plots]
 Needs numpy, mpmath and matplotlib (Debian: python3-numpy python3-mpmath python3-matplotlib).
 """
 
@@ -296,7 +296,7 @@ def plot_tables(tool, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--posenc", required=True, help="the posenc binary (build/examples/cli/posenc_cli)")
+    ap.add_argument("--posenc", required=True, help="the posenc binary (build/examples-release/examples/cli/posenc)")
     ap.add_argument("--out", default=os.path.join(HERE, "plots"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)

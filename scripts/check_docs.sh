@@ -2,10 +2,11 @@
 # The documentation, checked: Doxygen over the public headers and docs/*.md must finish without a single
 # warning, and docs/make_plots.py redraws every plot from the posenc tool's output and must reproduce the
 # numbers of the committed docs/plots/summary.txt (so pages and plots cannot drift from the code).
-# Usage: bash scripts/check_docs.sh POSENC_BINARY     (e.g. build/tests-g++/examples/cli/posenc_cli)
+# Usage: bash scripts/check_docs.sh POSENC_BINARY     (e.g. build/tests-g++/examples/cli/posenc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exe=${1:?usage: check_docs.sh path/to/posenc_cli}
+exe=${1:?usage: check_docs.sh path/to/posenc}
+[ -x "$exe" ] || { echo "check_docs.sh: no posenc binary at $exe (build the examples first)" >&2; exit 1; }
 bash scripts/install_deps.sh doxygen python3-matplotlib
 mkdir -p build/docs
 rm -f build/docs/warnings.txt
