@@ -354,7 +354,7 @@ struct t5_bias_access {
 /// (Hugging Face `T5Attention.compute_bias`: relative_position = memory_position - context_position, bucketed
 /// by `_relative_position_bucket` with the module's bidirectional / causal configuration, then `position_bias`
 /// added to the scores). Each element is widened to float (double if the scores or the table are double), the
-/// table value added, and the sum rounded to T once (16-bit types through float, as everywhere in posenc).
+/// table value added, and the sum rounded to T (16-bit types through float, as everywhere in posenc: two roundings).
 /// Query positions: positions::offset(P) (P cached keys before the Lq new queries, the same for every row:
 /// HF's cache_position = P + arange(Lq)), positions::per_sequence (continuous batching: row n has its own
 /// cache length) or positions::per_token (an explicit position per query).

@@ -85,7 +85,7 @@ inline std::vector<double> sinusoidal_frequencies(const sinusoidal_config& cfg) 
 ///   concat (tensor2tensor `get_timing_signal_1d`, fairseq `SinusoidalPositionalEmbedding.get_embedding`):
 ///     out[l, i] = sin(p w_i), out[l, D/2 + i] = cos(p w_i), w_i = base^(-i/(D/2-1)) (w_0 = 1 at D = 2);
 /// p = offset + l; the row p = padding_idx (when set) is zero, as fairseq's table. Angles p*w_i and sin/cos
-/// are formed in double and rounded to T once (through float for half/bfloat16), so large offsets (10^5 and
+/// are formed in double and rounded to T (half/bfloat16 through float: see add_sinusoidal), so large offsets (10^5 and
 /// more) keep full accuracy (the angle is exact to ~p * (2 + ln base) * 2^-53 rad), unlike
 /// tables built in float32 (fairseq, tensor2tensor), whose angle error grows as p * 2^-24.
 /// `out`: strided_view<T, 2> or a rank-2 Eigen tensor; T float, double, Eigen::half, Eigen::bfloat16.
@@ -128,7 +128,8 @@ void sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t offset = 
 /// Adds the sinusoidal encoding in place: x[n, l, :] += T[p(n, l), :] with T the table of sinusoidal_table
 /// (zero row at padding_idx). Positions in any form: an offset (GPT-style decoding: positions::offset(past)),
 /// one offset per sequence (continuous batching) or an id per token (fairseq padding: make_padded_positions).
-/// The sum is formed in double and rounded to T once (through float for Eigen::half and Eigen::bfloat16).
+/// The sum is formed in double and rounded to T: once for float and double; for Eigen::half and bfloat16 to float
+/// first, then to 16 bits (a double rounding, which can differ from a direct one by one 16-bit ulp in ties).
 /// `x`: (N, L, D) or (L, D), strided_view or Eigen tensor, T float, double, Eigen::half, Eigen::bfloat16.
 /// Fails with invalid_argument, writing nothing, on an invalid config, D != cfg.dim, or positions that are
 /// negative, overflow, or do not match (N, L).
