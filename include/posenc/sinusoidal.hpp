@@ -85,9 +85,9 @@ inline std::vector<double> sinusoidal_frequencies(const sinusoidal_config& cfg) 
 ///   concat (tensor2tensor `get_timing_signal_1d`, fairseq `SinusoidalPositionalEmbedding.get_embedding`):
 ///     out[l, i] = sin(p w_i), out[l, D/2 + i] = cos(p w_i), w_i = base^(-i/(D/2-1)) (w_0 = 1 at D = 2);
 /// p = offset + l; the row p = padding_idx (when set) is zero, as fairseq's table. Angles p*w_i and sin/cos
-/// are formed in double and rounded to T (half/bfloat16 through float: see add_sinusoidal), so large offsets (10^5 and
-/// more) keep full accuracy (the angle is exact to ~p * (2 + ln base) * 2^-53 rad), unlike
-/// tables built in float32 (fairseq, tensor2tensor), whose angle error grows as p * 2^-24.
+/// are formed in double and rounded to T (half/bfloat16 through float: see add_sinusoidal), so large offsets
+/// (10^5 and more) keep full accuracy (the angle is exact to ~p * (2 + ln base) * 2^-53 rad), unlike tables
+/// built in float32 (fairseq, tensor2tensor), whose angle error grows as p * 2^-24.
 /// `out`: strided_view<T, 2> or a rank-2 Eigen tensor; T float, double, Eigen::half, Eigen::bfloat16.
 /// Fails with invalid_argument, writing nothing, on an invalid config, D != cfg.dim, offset < 0, or
 /// offset + L - 1 past INT64_MAX.
