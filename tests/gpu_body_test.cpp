@@ -174,6 +174,52 @@ TEST(GpuRopeBodyTable, PositionsPastTheTableAreNotRotated) {
   EXPECT_NE(x[0], 0.5f);                                                                    // position 1: rotated
 }
 
+// ---- MRoPE ----------------------------------------------------------------------------------------------------
+
+// Every mrope.txt case (chunked and interleaved sections, shared and per-token positions, sectioned vision
+// frequencies) through the RoPE body with the MRoPE source: out of place, and q and k in one launch.
+template <class T>
+void check_mrope_case(const golden_case& c, index_t threads) {
+  const posenc::mrope_plan mp = mrope_plan_of(c);
+  const posenc::mrope_positions pos = mrope_positions_of(c);
+  const auto& xs = c.array("x");
+  const std::array<index_t, 4> shape{xs.shape[0], xs.shape[1], xs.shape[2], xs.shape[3]};
+  const gpu::mrope_source src{mp.plan().inv_freq().data(), mp.axis().data(), mp.plan().magnitude(), pos.data(),
+                              pos.batch_stride(), pos.axis_stride()};
+  const posenc::rope_plan& plan = mp.plan();
+  const std::vector<T> x = to_storage<T>(xs);
+  std::vector<T> y(x.size(), T(0)), q = x, k = x;
+  const auto cx = gpu::pod_of(posenc::strided_view<const T, 4>(x.data(), shape));
+  const auto py = gpu::pod_of(posenc::strided_view<T, 4>(y.data(), shape));
+  run_grid(gpu::rope_params<T, T, gpu::mrope_source>{{{cx, {}}, {py, {}}, 1}, pod_positions(posenc::positions::offset(0)),
+                                                      src, plan.style(), plan.rotary_offset(), plan.pairs(), 1.0, {0, 0}},
+           shape[0] * shape[1], threads);
+  expect_close(y, c.array("y"), c.name + " out of place", angle_error_bound_max(c));
+  const auto vq = posenc::strided_view<T, 4>(q.data(), shape), vk = posenc::strided_view<T, 4>(k.data(), shape);
+  run_grid(gpu::rope_params<T, T, gpu::mrope_source>{
+               {{gpu::pod_of(posenc::strided_view<const T, 4>(vq)), gpu::pod_of(posenc::strided_view<const T, 4>(vk))},
+                {gpu::pod_of(vq), gpu::pod_of(vk)},
+                2},
+               pod_positions(posenc::positions::offset(0)), src, plan.style(), plan.rotary_offset(), plan.pairs(), 1.0, {0, 0}},
+           shape[0] * shape[1], threads);
+  expect_close(q, c.array("y"), c.name + " q", angle_error_bound_max(c));
+  expect_close(k, c.array("y"), c.name + " k", angle_error_bound_max(c));
+}
+
+TEST(GpuMropeBody, MatchesGolden) {
+  int cases = 0;
+  for (const auto& c : load_golden("mrope.txt")) {
+    ++cases;
+    for (index_t threads : {index_t{7}, index_t{128}}) {
+      check_mrope_case<float>(c, threads);
+      check_mrope_case<double>(c, threads);
+      check_mrope_case<Eigen::half>(c, threads);
+      check_mrope_case<Eigen::bfloat16>(c, threads);
+    }
+  }
+  EXPECT_GE(cases, 5);
+}
+
 // ---- xPos -----------------------------------------------------------------------------------------------------
 
 // Every xpos.txt case through the RoPE body with the xPos source (double arithmetic), in place and out of place,

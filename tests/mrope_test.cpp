@@ -22,33 +22,6 @@ namespace {
 using posenc::index_t;
 using namespace posenc_test;
 
-std::array<index_t, 3> sections_of(const golden_case& c) {
-  std::array<index_t, 3> s{};
-  std::istringstream is(c.str("sections"));
-  std::string tok;
-  for (std::size_t i = 0; i < 3 && std::getline(is, tok, ','); ++i) s[i] = std::stoll(tok);
-  return s;
-}
-
-posenc::mrope_plan mrope_plan_of(const golden_case& c) {
-  const index_t d = c.integer("head_dim");
-  const auto sections = sections_of(c);
-  const auto layout = c.str("mrope_layout") == "chunked" ? posenc::mrope_layout::chunked : posenc::mrope_layout::interleaved;
-  if (c.str("freq_mode") == "sectioned")
-    return posenc::mrope_plan(posenc::make_sectioned_rope_plan(d, c.num("base"), sections), sections, layout);
-  posenc::rope_config cfg;
-  cfg.head_dim = d;
-  cfg.rotary_dim = c.integer("rotary_dim");
-  cfg.base = c.num("base");
-  return posenc::mrope_plan(posenc::make_rope_plan(cfg), sections, layout);
-}
-
-posenc::mrope_positions mrope_positions_of(const golden_case& c) {
-  const auto& p = c.array("positions");
-  if (c.str("pos_form") == "shared") return posenc::mrope_positions::shared(p.ivalues.data(), p.shape[1]);
-  return posenc::mrope_positions::per_token(p.ivalues.data(), p.shape[0], p.shape[2]);
-}
-
 class MropeGolden : public IsaTest<std::string> {};
 
 template <class T>

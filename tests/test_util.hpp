@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -380,6 +381,38 @@ inline posenc::sinusoidal_config sinusoidal_config_of(const golden_case& c) {
 // (max_pos + 1) * (2 + ln(base)) * 2^-53.
 inline double sinusoid_angle_bound(posenc::index_t max_pos, double base) {
   return static_cast<double>(max_pos + 1) * (2.0 + std::log(base)) * std::ldexp(1.0, -53);
+}
+
+// ---- MRoPE golden cases (mrope.txt) --------------------------------------------------------------------------
+
+/// The (T, H, W) sections of an mrope.txt case.
+inline std::array<posenc::index_t, 3> sections_of(const golden_case& c) {
+  std::array<posenc::index_t, 3> s{};
+  std::istringstream is(c.str("sections"));
+  std::string tok;
+  for (std::size_t i = 0; i < 3 && std::getline(is, tok, ','); ++i) s[i] = std::stoll(tok);
+  return s;
+}
+
+/// The mrope_plan of an mrope.txt case.
+inline posenc::mrope_plan mrope_plan_of(const golden_case& c) {
+  const posenc::index_t d = c.integer("head_dim");
+  const auto sections = sections_of(c);
+  const auto layout = c.str("mrope_layout") == "chunked" ? posenc::mrope_layout::chunked : posenc::mrope_layout::interleaved;
+  if (c.str("freq_mode") == "sectioned")
+    return posenc::mrope_plan(posenc::make_sectioned_rope_plan(d, c.num("base"), sections), sections, layout);
+  posenc::rope_config cfg;
+  cfg.head_dim = d;
+  cfg.rotary_dim = c.integer("rotary_dim");
+  cfg.base = c.num("base");
+  return posenc::mrope_plan(posenc::make_rope_plan(cfg), sections, layout);
+}
+
+/// The positions of an mrope.txt case (over its own arrays).
+inline posenc::mrope_positions mrope_positions_of(const golden_case& c) {
+  const auto& p = c.array("positions");
+  if (c.str("pos_form") == "shared") return posenc::mrope_positions::shared(p.ivalues.data(), p.shape[1]);
+  return posenc::mrope_positions::per_token(p.ivalues.data(), p.shape[0], p.shape[2]);
 }
 
 }  // namespace posenc_test

@@ -239,4 +239,28 @@ TEST(CudaT5, MatchesGolden) {
   }
 }
 
+// MRoPE: every mrope.txt case on the device, out of place.
+template <class T>
+void check_mrope_case(const golden_case& c) {
+  const posenc::mrope_plan mp = mrope_plan_of(c);
+  const auto& xs = c.array("x");
+  const std::vector<T> x = to_storage<T>(xs);
+  std::vector<T> y(x.size(), T(0));
+  const posenc::status s = posenc_cuda_test::run_mrope(mp, dtype_of<T>(), {xs.shape[0], xs.shape[1], xs.shape[2], xs.shape[3]},
+                                                       x.data(), y.data(), c.array("positions").ivalues.data(),
+                                                       c.str("pos_form") == "shared");
+  ASSERT_TRUE(s.ok()) << s.message();
+  expect_close(y, c.array("y"), c.name + " cuda", angle_error_bound_max(c));
+}
+
+TEST(CudaMrope, MatchesGolden) {
+  POSENC_REQUIRE_DEVICE();
+  for (const auto& c : load_golden("mrope.txt")) {
+    check_mrope_case<float>(c);
+    check_mrope_case<double>(c);
+    check_mrope_case<Eigen::half>(c);
+    check_mrope_case<Eigen::bfloat16>(c);
+  }
+}
+
 }  // namespace

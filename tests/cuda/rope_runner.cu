@@ -12,6 +12,7 @@
 
 #include <posenc/cuda/alibi.cuh>
 #include <posenc/cuda/rope.cuh>
+#include <posenc/cuda/mrope.cuh>
 #include <posenc/cuda/relative_bias.cuh>
 #include <posenc/cuda/sinusoidal.cuh>
 #include <posenc/cuda/xpos.cuh>
@@ -176,6 +177,36 @@ posenc::status run_t5_typed(const posenc::t5_bucket_config& cfg, const float* ta
   return {};
 }
 
+template <class T>
+posenc::status run_mrope_typed(const posenc::mrope_plan& plan, const std::array<index_t, 4>& s, const void* x, void* y,
+                               const std::int64_t* ids, bool shared) {
+  const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2] * s[3]) * sizeof(T);
+  const std::size_t pbytes = static_cast<std::size_t>((shared ? 1 : s[0]) * 3 * s[1]) * sizeof(std::int64_t);
+  dev dx, dy, dp;
+  if (cudaError_t e = cudaMalloc(&dx.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (cudaError_t e = cudaMalloc(&dy.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (cudaError_t e = cudaMalloc(&dp.p, pbytes); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  if (cudaError_t e = cudaMemcpy(dx.p, x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  if (cudaError_t e = cudaMemcpy(dp.p, ids, pbytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  const auto* d_ids = static_cast<const std::int64_t*>(dp.p);
+  const auto pos = shared ? posenc::mrope_positions::shared(d_ids, s[1]) : posenc::mrope_positions::per_token(d_ids, s[0], s[1]);
+  posenc::cuda::mrope_frequencies f;
+  POSENC_TRY(posenc::cuda::mrope_frequencies::try_create(plan, f));
+  POSENC_TRY(posenc::cuda::try_apply_mrope(f, posenc::strided_view<const T, 4>(static_cast<const T*>(dx.p), s),
+                                           posenc::strided_view<T, 4>(static_cast<T*>(dy.p), s), pos));
+  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
+  if (cudaError_t e = cudaMemcpy(y, dy.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  return {};
+}
+
+// Instantiated for the resource check, not called by the tests: MRoPE's q+k launch.
+[[maybe_unused]] posenc::status mrope_qk_kernel(const posenc::cuda::mrope_frequencies& f, float* q, float* k,
+                                                const std::int64_t* ids) {
+  return posenc::cuda::try_apply_mrope_qk(f, posenc::strided_view<float, 4>(q, {1, 1, 1, 8}),
+                                          posenc::strided_view<float, 4>(k, {1, 1, 1, 8}),
+                                          posenc::mrope_positions::shared(ids, 1));
+}
+
 // Instantiated for the resource check, not called by the tests: xPos's q+k launch.
 [[maybe_unused]] posenc::status xpos_qk_kernel(const posenc::cuda::xpos_frequencies& f, __half* q, __half* k) {
   return posenc::cuda::try_apply_xpos_qk(f, posenc::strided_view<__half, 4>(q, {1, 1, 1, 8}),
@@ -230,6 +261,17 @@ posenc::status run_t5(const posenc::t5_bucket_config& cfg, const float* table, d
     case dtype::f64: return run_t5_typed<double>(cfg, table, heads, lq, lk, query_offset, add, inout);
     case dtype::f16: return run_t5_typed<__half>(cfg, table, heads, lq, lk, query_offset, add, inout);
     case dtype::bf16: return run_t5_typed<__nv_bfloat16>(cfg, table, heads, lq, lk, query_offset, add, inout);
+  }
+  return {};
+}
+
+posenc::status run_mrope(const posenc::mrope_plan& plan, dtype type, const std::array<index_t, 4>& shape, const void* x,
+                         void* y, const std::int64_t* ids, bool shared) {
+  switch (type) {
+    case dtype::f32: return run_mrope_typed<float>(plan, shape, x, y, ids, shared);
+    case dtype::f64: return run_mrope_typed<double>(plan, shape, x, y, ids, shared);
+    case dtype::f16: return run_mrope_typed<__half>(plan, shape, x, y, ids, shared);
+    case dtype::bf16: return run_mrope_typed<__nv_bfloat16>(plan, shape, x, y, ids, shared);
   }
   return {};
 }

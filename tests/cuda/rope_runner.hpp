@@ -8,6 +8,7 @@
 #include <string>
 
 #include <posenc/alibi_config.hpp>
+#include <posenc/mrope_plan.hpp>
 #include <posenc/positions.hpp>
 #include <posenc/rope_scaling.hpp>
 #include <posenc/sinusoidal_config.hpp>
@@ -59,5 +60,10 @@ posenc::status run_sinusoidal(const posenc::sinusoidal_config& cfg, dtype type, 
 /// [num_buckets, H] (host `table`, copied to the device), query positions offset(query_offset).
 posenc::status run_t5(const posenc::t5_bucket_config& cfg, const float* table, dtype type, posenc::index_t heads,
                       posenc::index_t lq, posenc::index_t lk, posenc::index_t query_offset, bool add, void* inout);
+
+/// posenc::cuda::apply_mrope out of place from x into y (N, L, H, D); `ids` the host (3, L) (shared) or
+/// (N, 3, L) (per_token) positions, copied to the device.
+posenc::status run_mrope(const posenc::mrope_plan& plan, dtype type, const std::array<posenc::index_t, 4>& shape,
+                         const void* x, void* y, const std::int64_t* ids, bool shared);
 
 }  // namespace posenc_cuda_test

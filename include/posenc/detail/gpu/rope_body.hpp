@@ -97,13 +97,15 @@ POSENC_HOST_DEVICE inline void store(S* p, A v) {
 // ---- cos/sin sources ----------------------------------------------------------------------------------------
 
 /// Cache-free: theta = p * w_i formed in double (exact to p*w*2^-53, as the CPU path), sin and cos in double.
+/// Every source's cos_sin takes the token's position p, the token (n, l), the pair i, the direction and the
+/// target's variant.
 struct angle_source {
   const double* w;
   double magnitude;
   static constexpr bool double_arithmetic = false;
   static constexpr bool is_table = false;
   template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t i, double sign, int, A& c, A& s) const {
+  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int, A& c, A& s) const {
     const double theta = static_cast<double>(p) * w[i];
 #if defined(__CUDA_ARCH__)
     double sd, cd;
@@ -128,7 +130,7 @@ struct table_source {
   static constexpr bool double_arithmetic = false;
   static constexpr bool is_table = true;
   template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t i, double sign, int, A& c, A& s) const {
+  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int, A& c, A& s) const {
     const index_t k = p * row_stride + i * pair_stride;
     c = load<A>(cos + k);
     s = static_cast<A>(sign) * load<A>(sin + k);
@@ -146,7 +148,7 @@ struct xpos_source {
   static constexpr bool double_arithmetic = true;
   static constexpr bool is_table = false;
   template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t i, double sign, int variant, A& c, A& s) const {
+  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int variant, A& c, A& s) const {
     const double theta = static_cast<double>(p) * w[i];
 #if defined(__CUDA_ARCH__)
     double sd, cd;
@@ -158,6 +160,25 @@ struct xpos_source {
     const double scale = std::exp(variant == 0 ? e : -e);
     c = static_cast<A>(cd * scale);
     s = static_cast<A>(sign * sd * scale);
+  }
+};
+
+/// MRoPE (Qwen2-VL / Qwen3-VL): pair i turns by p[axis_i] * w_i, p the token's (t, h, w) positions at
+/// ids[n * batch_stride + axis * axis_stride + l] (device memory); the token position the body passes is unused.
+struct mrope_source {
+  const double* w;
+  const std::uint8_t* axis;
+  double magnitude;
+  const std::int64_t* ids;
+  index_t batch_stride;
+  index_t axis_stride;
+  static constexpr bool double_arithmetic = false;
+  static constexpr bool is_table = false;
+  template <class A>
+  POSENC_HOST_DEVICE void cos_sin(index_t, index_t n, index_t l, index_t i, double sign, int, A& c, A& s) const {
+    const index_t p = ids[n * batch_stride + static_cast<index_t>(axis[i]) * axis_stride + l];
+    const angle_source plain{w, magnitude};
+    plain.cos_sin(p, n, l, i, sign, 0, c, s);
   }
 };
 
@@ -209,7 +230,7 @@ POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src>& p, in
         const index_t fa = p.offset + (p.style == rope_style::interleaved ? 2 * i : i);
         const index_t fb = p.offset + (p.style == rope_style::interleaved ? 2 * i + 1 : i + p.pairs);
         A c, s;
-        p.src.cos_sin(pos, i, p.sign, p.variant[k], c, s);
+        p.src.cos_sin(pos, n, l, i, p.sign, p.variant[k], c, s);
         const A a = load<A>(in.at(n, l, h, fa)), b = load<A>(in.at(n, l, h, fb));
         A ra, rb;
         math::rotate_pair(a, b, c, s, ra, rb);
@@ -233,7 +254,7 @@ POSENC_HOST_DEVICE inline void table_block(const double* w, double magnitude, in
   const angle_source src{w, magnitude};
   for (index_t i = thread; i < pairs; i += threads) {
     double c, s;
-    src.cos_sin(block, i, 1.0, 0, c, s);
+    src.cos_sin(block, 0, 0, i, 1.0, 0, c, s);
     store(cos + block * pairs + i, c);
     store(sin + block * pairs + i, s);
   }
