@@ -85,12 +85,7 @@ status mrope_launch(const char* fn, const mrope_frequencies& f, const mrope_posi
   const index_t blocks = targets[0].in.extent(0) * targets[0].in.extent(1);
   if (blocks == 0) return {};
   if (blocks > INT_MAX) return fail(fn, "N * L = ", blocks, " tokens exceed one launch's grid (", INT_MAX, ")");
-  posenc::detail::gpu::rope_pair_targets<In, Out> t{};
-  for (std::size_t k = 0; k < K; ++k) {
-    t.in[k] = posenc::detail::gpu::pod_of(targets[k].in);
-    t.out[k] = posenc::detail::gpu::pod_of(targets[k].out);
-  }
-  t.count = static_cast<int>(K);
+  const auto t = posenc::detail::gpu::pod_targets<In, Out>(targets);
   const posenc::detail::gpu::mrope_source src{f.device_inv_freq(), f.device_axis(), plan.magnitude(), pos.data(),
                                               pos.batch_stride(), pos.axis_stride()};
   const posenc::detail::gpu::rope_params<In, Out, posenc::detail::gpu::mrope_source> p{

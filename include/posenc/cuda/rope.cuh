@@ -184,13 +184,7 @@ status rope_launch(const char* fn, const F& freq, const positions& pos, double s
   const index_t blocks = targets[0].in.extent(0) * targets[0].in.extent(1);
   if (max_pos < 0 || blocks == 0) return {};
   if (blocks > INT_MAX) return fail(fn, "N * L = ", blocks, " tokens exceed one launch's grid (", INT_MAX, ")");
-  using posenc::detail::gpu::pod_of;
-  posenc::detail::gpu::rope_pair_targets<In, Out> t{};
-  for (std::size_t k = 0; k < K; ++k) {
-    t.in[k] = pod_of(targets[k].in);
-    t.out[k] = pod_of(targets[k].out);
-  }
-  t.count = static_cast<int>(K);
+  const auto t = posenc::detail::gpu::pod_targets<In, Out>(targets);
   const posenc::detail::rope_geom g = geom_of(freq);
   using Src = decltype(source_of(freq));
   const posenc::detail::gpu::rope_params<In, Out, Src> p{t, pod_positions(pos), source_of(freq), g.style, g.offset,

@@ -81,12 +81,7 @@ status xpos_launch(const char* fn, const xpos_frequencies& f, const positions& p
   const index_t blocks = targets[0].in.extent(0) * targets[0].in.extent(1);
   if (max_pos < 0 || blocks == 0) return {};
   if (blocks > INT_MAX) return fail(fn, "N * L = ", blocks, " tokens exceed one launch's grid (", INT_MAX, ")");
-  posenc::detail::gpu::rope_pair_targets<In, Out> t{};
-  for (std::size_t k = 0; k < K; ++k) {
-    t.in[k] = posenc::detail::gpu::pod_of(targets[k].in);
-    t.out[k] = posenc::detail::gpu::pod_of(targets[k].out);
-  }
-  t.count = static_cast<int>(K);
+  const auto t = posenc::detail::gpu::pod_targets<In, Out>(targets);
   const posenc::detail::gpu::xpos_source src{f.device_inv_freq(), f.device_log_zeta(), center,
                                              f.plan().config().scale_base};
   posenc::detail::gpu::rope_params<In, Out, posenc::detail::gpu::xpos_source> p{

@@ -9,7 +9,9 @@
 // detail/math (the same formulas as the CPU kernels).
 #pragma once
 
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -94,6 +96,16 @@ POSENC_HOST_DEVICE inline void store(S* p, A v) {
   }
 }
 
+/// sin and cos of a double angle: CUDA's sincos on the device, libm on the host (both within an ulp or two).
+POSENC_HOST_DEVICE inline void sincos_d(double theta, double& s, double& c) {
+#if defined(__CUDA_ARCH__)
+  ::sincos(theta, &s, &c);
+#else
+  s = std::sin(theta);
+  c = std::cos(theta);
+#endif
+}
+
 // ---- cos/sin sources ----------------------------------------------------------------------------------------
 
 /// Cache-free: theta = p * w_i formed in double (exact to p*w*2^-53, as the CPU path), sin and cos in double.
@@ -106,13 +118,8 @@ struct angle_source {
   static constexpr bool is_table = false;
   template <class A>
   POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int, A& c, A& s) const {
-    const double theta = static_cast<double>(p) * w[i];
-#if defined(__CUDA_ARCH__)
     double sd, cd;
-    ::sincos(theta, &sd, &cd);
-#else
-    const double sd = std::sin(theta), cd = std::cos(theta);
-#endif
+    sincos_d(static_cast<double>(p) * w[i], sd, cd);
     c = static_cast<A>(cd * magnitude);
     s = static_cast<A>(sign * sd * magnitude);
   }
@@ -149,13 +156,8 @@ struct xpos_source {
   static constexpr bool is_table = false;
   template <class A>
   POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int variant, A& c, A& s) const {
-    const double theta = static_cast<double>(p) * w[i];
-#if defined(__CUDA_ARCH__)
     double sd, cd;
-    ::sincos(theta, &sd, &cd);
-#else
-    const double sd = std::sin(theta), cd = std::cos(theta);
-#endif
+    sincos_d(static_cast<double>(p) * w[i], sd, cd);
     const double e = math::xpos_log_scale(log_zeta[i], p, center, scale_base);
     const double scale = std::exp(variant == 0 ? e : -e);
     c = static_cast<A>(cd * scale);
@@ -191,6 +193,19 @@ struct rope_pair_targets {
   view4<Out> out[2];
   int count;
 };
+
+/// The plain-data targets of a launch from its checked rope_io views (one or two).
+template <class In, class Out, class Io, std::size_t K>
+rope_pair_targets<In, Out> pod_targets(const std::array<Io, K>& targets) {
+  static_assert(K == 1 || K == 2, "one or two targets per launch");
+  rope_pair_targets<In, Out> t{};
+  for (std::size_t k = 0; k < K; ++k) {
+    t.in[k] = pod_of(targets[k].in);
+    t.out[k] = pod_of(targets[k].out);
+  }
+  t.count = static_cast<int>(K);
+  return t;
+}
 
 /// Everything a RoPE block needs: the targets, positions, the cos/sin source and the window.
 template <class In, class Out, class Src>

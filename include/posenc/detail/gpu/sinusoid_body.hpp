@@ -42,13 +42,7 @@ POSENC_HOST_DEVICE inline void sinusoid_block(const sinusoid_params_gpu<T>& p, i
   for (index_t i = thread; i < half; i += threads) {
     double s = 0.0, c = 0.0;
     if (!padding) {
-      const double theta = static_cast<double>(pos) * math::sinusoid_inv_freq(p.sp.base, i, p.sp.dim, p.sp.concat);
-#if defined(__CUDA_ARCH__)
-      ::sincos(theta, &s, &c);
-#else
-      s = std::sin(theta);
-      c = std::cos(theta);
-#endif
+      sincos_d(static_cast<double>(pos) * math::sinusoid_inv_freq(p.sp.base, i, p.sp.dim, p.sp.concat), s, c);
     }
     const index_t fs = p.sp.concat ? i : 2 * i, fc = p.sp.concat ? half + i : 2 * i + 1;
     if (p.add) {
