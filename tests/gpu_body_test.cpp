@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 #include <posenc/detail/gpu/alibi_body.hpp>
+#include <posenc/detail/gpu/learned_body.hpp>
 #include <posenc/detail/gpu/rope_body.hpp>
 #include <posenc/detail/gpu/sinusoid_body.hpp>
 #include <posenc/detail/gpu/t5_body.hpp>
@@ -442,6 +443,169 @@ TEST(GpuAlibiBody, CausalPerSequenceAndBatchSlopesAsTheCpu) {
         if (std::isinf(want[i])) ASSERT_EQ(got[i], want[i]) << i;
         else ASSERT_NEAR(got[i], want[i], 1.2e-7 * std::max(1.0f, std::fabs(want[i]))) << i;
       }
+    }
+}
+
+// ---- context shift and re-rotation ----------------------------------------------------------------------------
+
+/// A rotation of an (N, L, H, D) double tensor in place through the RoPE body, from any source and positions.
+template <class Src>
+void rotate_in_place(std::vector<double>& x, const std::array<index_t, 4>& shape, const posenc::rope_plan& plan,
+                     const Src& src, const gpu::pos_params& pos, index_t threads) {
+  const posenc::strided_view<double, 4> v(x.data(), shape);
+  const auto in = gpu::pod_of(posenc::strided_view<const double, 4>(v));
+  const gpu::rope_pair_targets<double, double> t{{in, in}, {gpu::pod_of(v), gpu::pod_of(v)}, 1};
+  run_grid(gpu::rope_params<double, double, Src>{t, pos, src, plan.style(), plan.rotary_offset(), plan.pairs(), 1.0, {0, 0}},
+           shape[0] * shape[1], threads);
+}
+
+std::array<index_t, 4> shape_of(const golden_array& a) { return {a.shape[0], a.shape[1], a.shape[2], a.shape[3]}; }
+
+// Per-token deltas (cuda::shift_rope's form 2): the golden output of a per-token case moved by -p (its own
+// positions, magnitude 1) is the golden input again.
+TEST(GpuShiftBody, PerTokenDeltasUndoGoldenRotation) {
+  const auto cases = load_golden("rope_basic.txt");
+  for (const char* name : {"interleaved_per_token", "half_split_per_token", "half_split_window"}) {
+    const golden_case& c = find_case(cases, name);
+    const auto plan = posenc::make_rope_plan(rope_config_of(c));
+    const auto& pos = c.array("positions");
+    std::vector<std::int64_t> deltas(pos.ivalues.size());
+    for (std::size_t i = 0; i < deltas.size(); ++i) deltas[i] = -pos.ivalues[i];
+    for (index_t threads : {index_t{7}, index_t{128}}) {
+      std::vector<double> k = c.array("y").values;
+      rotate_in_place(k, shape_of(c.array("y")), plan, gpu::angle_source{plan.inv_freq().data(), 1.0},
+                      gpu::pos_params{2, 0, deltas.data(), nullptr, pos.shape[1]}, threads);
+      expect_close(k, c.array("x"), std::string(name) + " shifted back", angle_error_bound(c));
+    }
+  }
+}
+
+// One delta for every token (form 3): the golden output at positions l moved by +7 equals the golden input
+// rotated at 7 + l by the CPU path; the magnitude of a YaRN plan is not applied again.
+TEST(GpuShiftBody, UniformDeltaComposesAndKeepsTheMagnitude) {
+  const auto cases = load_golden("rope_basic.txt");
+  const golden_case& c = find_case(cases, "half_split_full");
+  const auto shape = shape_of(c.array("y"));
+  for (bool yarn : {false, true}) {
+    posenc::rope_config cfg = rope_config_of(c);
+    if (yarn) cfg.scaling = posenc::rope_scaling::yarn(4.0, 64);
+    const auto plan = posenc::make_rope_plan(cfg);
+    std::vector<double> shifted = c.array("x").values, direct = shifted;
+    posenc::apply_rope(plan, posenc::strided_view<double, 4>(shifted.data(), shape), posenc::positions::offset(0));
+    rotate_in_place(shifted, shape, plan, gpu::angle_source{plan.inv_freq().data(), 1.0},
+                    gpu::pos_params{3, 7, nullptr, nullptr, 0}, 5);
+    posenc::apply_rope(plan, posenc::strided_view<double, 4>(direct.data(), shape), posenc::positions::offset(7));
+    for (std::size_t i = 0; i < direct.size(); ++i) ASSERT_NEAR(shifted[i], direct[i], 1e-13) << i << (yarn ? " yarn" : "");
+  }
+}
+
+// LongRoPE short -> long on the golden longrope_long case: keys rotated with the short plan and re-rotated by
+// the body equal the golden rotation with the long factors and the long magnitude.
+TEST(GpuRerotateBody, LongRopeSwitchMatchesGolden) {
+  const auto cases = load_golden("rope_scaling.txt");
+  const golden_case& c = find_case(cases, "longrope_long");
+  const auto cfg = rope_config_of(c);
+  const auto long_plan = posenc::make_rope_plan(cfg, c.integer("seq_len"));
+  const auto short_plan = posenc::make_rope_plan(cfg, 16);
+  ASSERT_NE(short_plan.inv_freq(), long_plan.inv_freq());
+  const posenc::positions pos = positions_of(c);
+  for (index_t threads : {index_t{7}, index_t{128}}) {
+    std::vector<double> k = c.array("x").values;
+    const auto shape = shape_of(c.array("x"));
+    rotate_in_place(k, shape, short_plan, gpu::angle_source{short_plan.inv_freq().data(), short_plan.magnitude()},
+                    pod_positions(pos), threads);
+    const gpu::rerotate_source src{short_plan.inv_freq().data(), long_plan.inv_freq().data(),
+                                   long_plan.magnitude() / short_plan.magnitude()};
+    rotate_in_place(k, shape, long_plan, src, pod_positions(pos), threads);
+    expect_close(k, c.array("y"), "longrope short->long", 2 * angle_error_bound(c));
+  }
+}
+
+// ---- learned embeddings ---------------------------------------------------------------------------------------
+
+/// The learned kernel's three phases over the whole grid, each phase for every thread of a block before the
+/// next (what __syncthreads orders on the device).
+template <class T, class C>
+void run_learned_grid(const gpu::learned_params<T, C>& p, index_t blocks, index_t threads) {
+  std::vector<double> part(static_cast<std::size_t>(threads));
+  const index_t dim = p.out.extent[3];
+  for (index_t b = 0; b < blocks; ++b) {
+    double mean = 0.0, rstd = 0.0;
+    if (p.gamma != nullptr) {
+      for (index_t t = 0; t < threads; ++t) part[static_cast<std::size_t>(t)] = gpu::learned_partial(p, b, t, threads, 0.0, false);
+      mean = gpu::sum_partials(part.data(), threads) / static_cast<double>(dim);
+      for (index_t t = 0; t < threads; ++t) part[static_cast<std::size_t>(t)] = gpu::learned_partial(p, b, t, threads, mean, true);
+      rstd = gpu::learned_rstd(gpu::sum_partials(part.data(), threads), dim, p.eps);
+    }
+    for (index_t t = 0; t < threads; ++t) gpu::learned_write(p, b, t, threads, mean, rstd);
+  }
+}
+
+template <class T, class C>
+void check_learned_ln(index_t threads, bool in_place) {
+  const ln_case& g = golden_ln();
+  const auto m = g.module<C>();
+  const auto& xs = g.c.array("x");
+  const std::array<index_t, 3> shape{xs.shape[0], xs.shape[1], xs.shape[2]};
+  std::vector<T> x = to_storage<T>(xs), y(x.size(), T(0));
+  const posenc::strided_view<T, 3> vx(x.data(), shape), vy(y.data(), shape);
+  const gpu::learned_params<T, C> p{gpu::pod_of(posenc::strided_view<const T, 3>(vx)),
+                                    gpu::pod_of(in_place ? vx : vy),
+                                    m.table().data(),
+                                    m.rows(),
+                                    g.cfg.position_offset,
+                                    m.gamma().data(),
+                                    m.beta().data(),
+                                    g.cfg.scale,
+                                    g.cfg.eps,
+                                    pod_positions(posenc::positions::offset(g.c.integer("past_length")))};
+  run_learned_grid(p, shape[0] * shape[1], threads);
+  expect_close(in_place ? x : y, g.c.array("y"),
+               std::string("learned layer norm") + (in_place ? " in place" : " out of place") + " threads=" +
+                   std::to_string(threads));
+}
+
+// learned.txt's layer_norm case (mpmath): x + scale * E[p + offset], then the layer norm, in place and out of
+// place, with a ragged and a full block.
+TEST(GpuLearnedBody, LayerNormMatchesGolden) {
+  for (index_t threads : {index_t{3}, index_t{128}})
+    for (bool in_place : {true, false}) {
+      check_learned_ln<float, float>(threads, in_place);
+      check_learned_ln<double, double>(threads, in_place);
+      check_learned_ln<Eigen::half, float>(threads, in_place);
+      check_learned_ln<Eigen::bfloat16, float>(threads, in_place);
+    }
+}
+
+// Without layer norm, per-token positions on a strided (padded) input, against the CPU module's evaluation
+// forward (golden-tested in learned_test.cpp): the same float sum, to one rounding; a position past the table
+// leaves its token unwritten.
+TEST(GpuLearnedBody, AdditionAsTheCpuAndPastTheTableUnwritten) {
+  posenc::learned_config cfg;
+  cfg.max_positions = 40;
+  cfg.dim = 24;
+  cfg.scale = 0.75;
+  cfg.position_offset = 2;
+  posenc::learned_position_embedding<float> m(cfg);
+  m.init_normal(11, 0.5);
+  const index_t n = 2, l = 3, row = 29;  // 5 padding floats after each token
+  std::vector<float> x(static_cast<std::size_t>(n * l * row));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 13) - 6) / 8.0f;
+  const std::array<index_t, 3> ext{n, l, cfg.dim}, str{l * row, row, 1};
+  const std::int64_t ids[] = {0, 39, 5, 17, 40, 2};  // 40 is past the table
+  const std::int64_t ok_ids[] = {0, 39, 5, 17, 0, 2};
+  std::vector<float> want = x, got = x;
+  m.forward(posenc::strided_view<float, 3>(want.data(), ext, str), posenc::positions::per_token(ok_ids, n, l));
+  const posenc::strided_view<float, 3> vg(got.data(), ext, str);
+  const gpu::learned_params<float, float> p{gpu::pod_of(posenc::strided_view<const float, 3>(vg)), gpu::pod_of(vg),
+                                            m.table().data(), m.rows(), cfg.position_offset, nullptr, nullptr, cfg.scale,
+                                            cfg.eps, pod_positions(posenc::positions::per_token(ids, n, l))};
+  run_learned_grid(p, n * l, 7);
+  for (index_t tok = 0; tok < n * l; ++tok)
+    for (index_t d = 0; d < row; ++d) {
+      const auto i = static_cast<std::size_t>(tok * row + d);
+      if (tok == 4 || d >= cfg.dim) ASSERT_EQ(got[i], x[i]) << "token " << tok << " feature " << d << " must be untouched";
+      else ASSERT_NEAR(got[i], want[i], 1.2e-7 * std::max(1.0f, std::fabs(want[i]))) << "token " << tok << " feature " << d;
     }
 }
 

@@ -27,13 +27,6 @@ namespace {
 using posenc::index_t;
 using namespace posenc_test;
 
-template <class C>
-void fill_table(posenc::learned_position_embedding<C>& m, const std::vector<double>& values) {
-  auto t = m.table();
-  ASSERT_EQ(static_cast<std::size_t>(t.size()), values.size());
-  for (index_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<C>(values[static_cast<std::size_t>(i)]);
-}
-
 // Values with 8 significant bits in [-1, 1]: sums of two of them and halves are exact in float.
 std::vector<double> bf16_values(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 g(seed);
@@ -94,34 +87,6 @@ TEST_P(LearnedLookup, Gpt2PastAndOptOffset) {
 INSTANTIATE_TEST_SUITE_P(Isa, LearnedLookup, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 // ------------------------------------------------------------------------------------- golden layer norm
-
-struct ln_case {
-  golden_case c;
-  posenc::learned_config cfg;
-  explicit ln_case(const golden_case& g) : c(g) {
-    cfg.max_positions = c.integer("max_positions");
-    cfg.dim = c.integer("dim");
-    cfg.scale = c.num("scale");
-    cfg.layer_norm = true;
-    cfg.eps = c.num("eps");
-    cfg.position_offset = c.integer("position_offset");
-  }
-  template <class C>
-  posenc::learned_position_embedding<C> module() const {
-    posenc::learned_position_embedding<C> m(cfg);
-    fill_table(m, c.array("table").values);
-    for (index_t d = 0; d < cfg.dim; ++d) {
-      m.gamma()(d) = static_cast<C>(c.array("gamma").values[static_cast<std::size_t>(d)]);
-      m.beta()(d) = static_cast<C>(c.array("beta").values[static_cast<std::size_t>(d)]);
-    }
-    return m;
-  }
-};
-
-const ln_case& golden_ln() {
-  static const ln_case c(find_case(load_golden("learned.txt"), "layer_norm"));
-  return c;
-}
 
 template <class T, class C>
 double check_ln_forward(const ln_case& g) {

@@ -415,4 +415,44 @@ inline posenc::mrope_positions mrope_positions_of(const golden_case& c) {
   return posenc::mrope_positions::per_token(p.ivalues.data(), p.shape[0], p.shape[2]);
 }
 
+// ---- learned embeddings ----------------------------------------------------------------------------------
+
+/// Fills a module's table from golden values (row-major).
+template <class C>
+void fill_table(posenc::learned_position_embedding<C>& m, const std::vector<double>& values) {
+  auto t = m.table();
+  ASSERT_EQ(static_cast<std::size_t>(t.size()), values.size());
+  for (posenc::index_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<C>(values[static_cast<std::size_t>(i)]);
+}
+
+/// learned.txt's layer_norm case: its configuration and a module holding its table, gamma and beta.
+struct ln_case {
+  golden_case c;
+  posenc::learned_config cfg;
+  explicit ln_case(const golden_case& g) : c(g) {
+    cfg.max_positions = c.integer("max_positions");
+    cfg.dim = c.integer("dim");
+    cfg.scale = c.num("scale");
+    cfg.layer_norm = true;
+    cfg.eps = c.num("eps");
+    cfg.position_offset = c.integer("position_offset");
+  }
+  template <class C>
+  posenc::learned_position_embedding<C> module() const {
+    posenc::learned_position_embedding<C> m(cfg);
+    fill_table(m, c.array("table").values);
+    for (posenc::index_t d = 0; d < cfg.dim; ++d) {
+      m.gamma()(d) = static_cast<C>(c.array("gamma").values[static_cast<std::size_t>(d)]);
+      m.beta()(d) = static_cast<C>(c.array("beta").values[static_cast<std::size_t>(d)]);
+    }
+    return m;
+  }
+};
+
+inline const ln_case& golden_ln() {
+  static const ln_case c(find_case(load_golden("learned.txt"), "layer_norm"));
+  return c;
+}
+
+
 }  // namespace posenc_test

@@ -16,6 +16,7 @@
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
+#include "posenc/detail/rope_checks.hpp"
 #include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/rope.hpp"
@@ -92,12 +93,8 @@ status try_shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, 
   const std::array<std::decay_t<decltype(t)>, 1> targets{t};
   index_t max_pos = -1;
   POSENC_TRY(detail::check_plan_call(fn, plan, positions::offset(0), targets, {"k", "k"}, max_pos));
-  if (batch != t.in.extent(0) || length != t.in.extent(1))
-    return detail::fail(fn, "deltas shape (", batch, ", ", length, ") does not match k (N, L)=(", t.in.extent(0), ", ",
-                        t.in.extent(1), ")");
-  if (row_stride >= 0 && row_stride < length) return detail::fail(fn, "deltas row_stride=", row_stride, " is less than L=", length);
+  POSENC_TRY(detail::check_shift_deltas(fn, deltas, batch, length, row_stride, t.in.extent(0), t.in.extent(1)));
   if (t.in.empty()) return {};
-  if (deltas == nullptr) return detail::fail(fn, "deltas is null");
   const detail::angle_src src{plan.inv_freq().data(), 1.0, detail::max_abs(plan.inv_freq())};
   detail::run_rotation<Dispatch>(src, detail::delta_positions{0, deltas, row_stride < 0 ? length : row_stride},
                                  detail::geom_of(plan), 1.0, targets);
@@ -117,12 +114,7 @@ void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_
 template <class X, class Dispatch = detail::default_dispatch>
 status try_rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) noexcept {
   constexpr const char* fn = "rerotate_rope";
-  if (from.empty() || to.empty()) return detail::fail(fn, "a plan is empty");
-  if (from.head_dim() != to.head_dim() || from.rotary_dim() != to.rotary_dim() ||
-      from.rotary_offset() != to.rotary_offset() || from.style() != to.style())
-    return detail::fail(fn, "plans differ in layout: from (head_dim=", from.head_dim(), ", rotary_dim=", from.rotary_dim(),
-                        ", rotary_offset=", from.rotary_offset(), ") to (head_dim=", to.head_dim(), ", rotary_dim=",
-                        to.rotary_dim(), ", rotary_offset=", to.rotary_offset(), ") or in style");
+  POSENC_TRY(detail::check_rerotate_plans(fn, from, to));
   const auto t = detail::make_target(k, k);
   const std::array<std::decay_t<decltype(t)>, 1> targets{t};
   index_t max_pos = -1;

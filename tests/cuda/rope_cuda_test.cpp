@@ -263,4 +263,110 @@ TEST(CudaMrope, MatchesGolden) {
   }
 }
 
+// Context shift: per-token deltas -p move the golden output of a per-token case back to its input; one delta for
+// every token composes (the golden output at positions l, moved by +7, is the CPU rotation at 7 + l).
+template <class T>
+void check_shift(const golden_case& c) {
+  const auto plan = posenc::make_rope_plan(rope_config_of(c));
+  const auto& ys = c.array("y");
+  const std::array<index_t, 4> shape{ys.shape[0], ys.shape[1], ys.shape[2], ys.shape[3]};
+  std::vector<std::int64_t> deltas(c.array("positions").ivalues.size());
+  for (std::size_t i = 0; i < deltas.size(); ++i) deltas[i] = -c.array("positions").ivalues[i];
+  const std::vector<T> y = to_storage<T>(ys);
+  std::vector<T> k(y.size(), T(0));
+  const posenc::status s = posenc_cuda_test::run_shift(plan, dtype_of<T>(), shape, y.data(), k.data(), deltas.data(), 0);
+  ASSERT_TRUE(s.ok()) << s.message();
+  expect_close(k, c.array("x"), c.name + " shifted back on the device", 2 * angle_error_bound(c));
+}
+
+TEST(CudaShiftRope, PerTokenDeltasUndoGoldenRotation) {
+  POSENC_REQUIRE_DEVICE();
+  const auto cases = load_golden("rope_basic.txt");
+  for (const char* name : {"interleaved_per_token", "half_split_per_token", "half_split_window"}) {
+    check_shift<float>(find_case(cases, name));
+    check_shift<double>(find_case(cases, name));
+  }
+}
+
+TEST(CudaShiftRope, UniformDeltaComposes) {
+  POSENC_REQUIRE_DEVICE();
+  const auto cases = load_golden("rope_basic.txt");
+  const golden_case& c = find_case(cases, "half_split_full");
+  const auto plan = posenc::make_rope_plan(rope_config_of(c));
+  const auto& ys = c.array("y");
+  const std::array<index_t, 4> shape{ys.shape[0], ys.shape[1], ys.shape[2], ys.shape[3]};
+  std::vector<double> shifted(ys.values.size()), direct = c.array("x").values;
+  const posenc::status s = posenc_cuda_test::run_shift(plan, dtype::f64, shape, ys.values.data(), shifted.data(), nullptr, 7);
+  ASSERT_TRUE(s.ok()) << s.message();
+  posenc::apply_rope(plan, posenc::strided_view<double, 4>(direct.data(), shape), posenc::positions::offset(7));
+  for (std::size_t i = 0; i < direct.size(); ++i) EXPECT_NEAR(shifted[i], direct[i], 1e-13) << i;
+}
+
+// Re-rotation: keys rotated on the device with LongRoPE's short plan, re-rotated into the long plan, equal the
+// golden long rotation (factors and magnitude).
+TEST(CudaRerotateRope, LongRopeSwitchMatchesGolden) {
+  POSENC_REQUIRE_DEVICE();
+  const auto cases = load_golden("rope_scaling.txt");
+  const golden_case& c = find_case(cases, "longrope_long");
+  const auto cfg = rope_config_of(c);
+  const auto long_plan = posenc::make_rope_plan(cfg, c.integer("seq_len"));
+  const auto short_plan = posenc::make_rope_plan(cfg, 16);
+  const auto& xs = c.array("x");
+  const std::array<index_t, 4> shape{xs.shape[0], xs.shape[1], xs.shape[2], xs.shape[3]};
+  auto check = [&](auto tag) {
+    using T = decltype(tag);
+    const std::vector<T> x = to_storage<T>(xs);
+    std::vector<T> y(x.size(), T(0));
+    const posenc::status s =
+        posenc_cuda_test::run_rerotate(short_plan, long_plan, dtype_of<T>(), shape, x.data(), y.data(), positions_of(c));
+    ASSERT_TRUE(s.ok()) << s.message();
+    expect_close(y, c.array("y"), "longrope short->long on the device", 2 * angle_error_bound(c));
+  };
+  check(float{});
+  check(double{});
+}
+
+// Learned embedding: learned.txt's layer_norm case on the device, in place and out of place, every storage type.
+template <class T>
+void check_learned(bool in_place) {
+  const ln_case& g = golden_ln();
+  const auto& xs = g.c.array("x");
+  const std::vector<T> x = to_storage<T>(xs);
+  std::vector<T> y(x.size(), T(0));
+  const posenc::status s = posenc_cuda_test::run_learned(
+      g.cfg, g.c.array("table").values.data(), g.c.array("gamma").values.data(), g.c.array("beta").values.data(),
+      dtype_of<T>(), {xs.shape[0], xs.shape[1], xs.shape[2]}, x.data(), y.data(), g.c.integer("past_length"), in_place);
+  ASSERT_TRUE(s.ok()) << s.message();
+  expect_close(y, g.c.array("y"), std::string("learned layer norm on the device") + (in_place ? " in place" : ""));
+}
+
+TEST(CudaLearned, LayerNormMatchesGolden) {
+  POSENC_REQUIRE_DEVICE();
+  for (bool in_place : {true, false}) {
+    check_learned<float>(in_place);
+    check_learned<double>(in_place);
+    check_learned<Eigen::half>(in_place);
+    check_learned<Eigen::bfloat16>(in_place);
+  }
+}
+
+// A position past the table is rejected with the CPU module's message, before anything is launched.
+TEST(CudaLearned, PastTheTableRejectedAsTheCpu) {
+  POSENC_REQUIRE_DEVICE();
+  const ln_case& g = golden_ln();
+  const auto& xs = g.c.array("x");
+  std::vector<float> x = to_storage<float>(xs), y(x.size(), -1.0f);
+  const index_t past = g.cfg.max_positions - xs.shape[1] + 1;
+  const posenc::status gpu = posenc_cuda_test::run_learned(
+      g.cfg, g.c.array("table").values.data(), g.c.array("gamma").values.data(), g.c.array("beta").values.data(),
+      dtype::f32, {xs.shape[0], xs.shape[1], xs.shape[2]}, x.data(), y.data(), past, true);
+  const posenc::status cpu = g.module<float>().try_forward(
+      posenc::strided_view<float, 3>(x.data(), {xs.shape[0], xs.shape[1], xs.shape[2]}), posenc::positions::offset(past));
+  ASSERT_FALSE(gpu.ok());
+  ASSERT_FALSE(cpu.ok());
+  const std::string gm(gpu.message()), cm(cpu.message());
+  EXPECT_EQ(gm.substr(gm.find(": ")), cm.substr(cm.find(": ")));
+  for (float v : y) EXPECT_EQ(v, -1.0f);
+}
+
 }  // namespace

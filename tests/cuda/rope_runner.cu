@@ -12,8 +12,10 @@
 
 #include <posenc/cuda/alibi.cuh>
 #include <posenc/cuda/rope.cuh>
+#include <posenc/cuda/learned.cuh>
 #include <posenc/cuda/mrope.cuh>
 #include <posenc/cuda/relative_bias.cuh>
+#include <posenc/cuda/rope_ops.cuh>
 #include <posenc/cuda/sinusoidal.cuh>
 #include <posenc/cuda/xpos.cuh>
 
@@ -34,6 +36,26 @@ struct dev {
   }
 };
 
+posenc::status alloc(dev& d, std::size_t bytes) {
+  if (cudaError_t e = cudaMalloc(&d.p, bytes); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  return {};
+}
+posenc::status to_device(const dev& d, const void* src, std::size_t bytes) {
+  if (cudaError_t e = cudaMemcpy(d.p, src, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  return {};
+}
+/// Allocates `bytes` (one more, so that an empty tensor has an address) and copies `src` there.
+posenc::status upload(dev& d, const void* src, std::size_t bytes) {
+  POSENC_TRY(alloc(d, bytes + 1));
+  return to_device(d, src, bytes);
+}
+/// Waits for the launches (a failed kernel shows here) and copies the result back.
+posenc::status download(void* out, const dev& d, std::size_t bytes) {
+  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
+  if (cudaError_t e = cudaMemcpy(out, d.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  return {};
+}
+
 /// The same positions over a device copy of their array.
 posenc::status device_positions(const posenc::positions& h, dev& buf, posenc::positions& out) {
   using form = posenc::positions::form;
@@ -45,9 +67,8 @@ posenc::status device_positions(const posenc::positions& h, dev& buf, posenc::po
   const bool wide = h.ids64() != nullptr;
   const std::size_t bytes = static_cast<std::size_t>(n > 0 ? n : 0) * (wide ? 8 : 4);
   if (bytes > 0) {
-    if (cudaError_t e = cudaMalloc(&buf.p, bytes); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
     const void* src = wide ? static_cast<const void*>(h.ids64()) : static_cast<const void*>(h.ids32());
-    if (cudaError_t e = cudaMemcpy(buf.p, src, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+    POSENC_TRY(upload(buf, src, bytes));
   }
   if (h.kind() == form::per_sequence) {
     out = wide ? posenc::positions::per_sequence(static_cast<const std::int64_t*>(buf.p), h.count())
@@ -64,10 +85,9 @@ posenc::status run_typed(const rope_job& job) {
   const auto& s = job.shape;
   const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2] * s[3]) * sizeof(T);
   dev x, y, pos_buf;
-  if (cudaError_t e = cudaMalloc(&x.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-  if (cudaError_t e = cudaMemcpy(x.p, job.x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  POSENC_TRY(upload(x, job.x, bytes));
   if (!job.in_place) {
-    if (cudaError_t e = cudaMalloc(&y.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+    POSENC_TRY(alloc(y, bytes + 1));
     if (cudaError_t e = cudaMemset(y.p, 0, bytes); e != cudaSuccess) return cuda_fail("cudaMemset", e);
   }
   posenc::positions pos;
@@ -84,11 +104,7 @@ posenc::status run_typed(const rope_job& job) {
     return posenc::cuda::try_apply_rope(f, posenc::strided_view<const T, 4>(vx), vy, pos);
   };
   POSENC_TRY(job.table ? apply(table) : apply(freq));
-  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
-  if (cudaError_t e = cudaMemcpy(job.y, job.in_place || job.backward ? x.p : y.p, bytes, cudaMemcpyDeviceToHost);
-      e != cudaSuccess)
-    return cuda_fail("cudaMemcpy", e);
-  return {};
+  return download(job.y, job.in_place || job.backward ? x : y, bytes);
 }
 
 template <class T>
@@ -96,8 +112,7 @@ posenc::status run_alibi_typed(const posenc::alibi_config& cfg, index_t heads, i
                                index_t query_offset, bool add, void* inout) {
   const std::size_t bytes = static_cast<std::size_t>(heads * lq * lk) * sizeof(T);
   dev s;
-  if (cudaError_t e = cudaMalloc(&s.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-  if (cudaError_t e = cudaMemcpy(s.p, inout, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  POSENC_TRY(upload(s, inout, bytes));
   T* p = static_cast<T*>(s.p);
   if (add) {
     POSENC_TRY(posenc::cuda::try_add_alibi_bias(cfg, posenc::strided_view<T, 4>(p, {1, heads, lq, lk}),
@@ -105,9 +120,7 @@ posenc::status run_alibi_typed(const posenc::alibi_config& cfg, index_t heads, i
   } else {
     POSENC_TRY(posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<T, 3>(p, {heads, lq, lk}), query_offset));
   }
-  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
-  if (cudaError_t e = cudaMemcpy(inout, s.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
-  return {};
+  return download(inout, s, bytes);
 }
 
 template <class T>
@@ -115,15 +128,12 @@ posenc::status run_xpos_typed(const posenc::xpos_plan& plan, const std::array<in
                               index_t offset, index_t center, posenc::xpos_mode mode) {
   const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2] * s[3]) * sizeof(T);
   dev d;
-  if (cudaError_t e = cudaMalloc(&d.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-  if (cudaError_t e = cudaMemcpy(d.p, x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  POSENC_TRY(upload(d, x, bytes));
   posenc::cuda::xpos_frequencies f;
   POSENC_TRY(posenc::cuda::xpos_frequencies::try_create(plan, f));
   POSENC_TRY(posenc::cuda::try_apply_xpos(f, posenc::strided_view<T, 4>(static_cast<T*>(d.p), s),
                                           posenc::positions::offset(offset), center, mode));
-  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
-  if (cudaError_t e = cudaMemcpy(y, d.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
-  return {};
+  return download(y, d, bytes);
 }
 
 template <class T>
@@ -131,27 +141,23 @@ posenc::status run_sinusoidal_typed(const posenc::sinusoidal_config& cfg, const 
                                     void* out, index_t offset, const std::int64_t* ids, bool in_place) {
   const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2]) * sizeof(T);
   dev dx, dy, dpos;
-  if (cudaError_t e = cudaMalloc(&dy.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
+  POSENC_TRY(alloc(dy, bytes + 1));
   if (x == nullptr) {
     POSENC_TRY(posenc::cuda::try_sinusoidal_table(posenc::strided_view<T, 2>(static_cast<T*>(dy.p), {s[1], s[2]}), cfg, offset));
   } else {
     const std::size_t pbytes = static_cast<std::size_t>(s[0] * s[1]) * sizeof(std::int64_t);
-    if (cudaError_t e = cudaMalloc(&dpos.p, pbytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-    if (cudaError_t e = cudaMemcpy(dpos.p, ids, pbytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
-    if (cudaError_t e = cudaMemcpy(dy.p, x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+    POSENC_TRY(upload(dpos, ids, pbytes));
+    POSENC_TRY(to_device(dy, x, bytes));
     const auto pos = posenc::positions::per_token(static_cast<const std::int64_t*>(dpos.p), s[0], s[1]);
     const posenc::strided_view<T, 3> vy(static_cast<T*>(dy.p), s);
     if (in_place) {
       POSENC_TRY(posenc::cuda::try_add_sinusoidal(posenc::strided_view<const T, 3>(vy), vy, cfg, pos));
     } else {
-      if (cudaError_t e = cudaMalloc(&dx.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-      if (cudaError_t e = cudaMemcpy(dx.p, x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+      POSENC_TRY(upload(dx, x, bytes));
       POSENC_TRY(posenc::cuda::try_add_sinusoidal(posenc::strided_view<const T, 3>(static_cast<const T*>(dx.p), s), vy, cfg, pos));
     }
   }
-  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
-  if (cudaError_t e = cudaMemcpy(out, dy.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
-  return {};
+  return download(out, dy, bytes);
 }
 
 template <class T>
@@ -160,10 +166,8 @@ posenc::status run_t5_typed(const posenc::t5_bucket_config& cfg, const float* ta
   const std::size_t bytes = static_cast<std::size_t>(heads * lq * lk) * sizeof(T);
   const std::size_t tbytes = static_cast<std::size_t>(cfg.num_buckets * heads) * sizeof(float);
   dev d, t;
-  if (cudaError_t e = cudaMalloc(&d.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-  if (cudaError_t e = cudaMalloc(&t.p, tbytes); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-  if (cudaError_t e = cudaMemcpy(d.p, inout, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
-  if (cudaError_t e = cudaMemcpy(t.p, table, tbytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  POSENC_TRY(upload(d, inout, bytes));
+  POSENC_TRY(upload(t, table, tbytes));
   const posenc::strided_view<const float, 2> vt(static_cast<const float*>(t.p), {cfg.num_buckets, heads});
   T* p = static_cast<T*>(d.p);
   if (add) {
@@ -172,9 +176,7 @@ posenc::status run_t5_typed(const posenc::t5_bucket_config& cfg, const float* ta
   } else {
     POSENC_TRY(posenc::cuda::try_t5_bias(vt, cfg, posenc::strided_view<T, 3>(p, {heads, lq, lk}), query_offset));
   }
-  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
-  if (cudaError_t e = cudaMemcpy(inout, d.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
-  return {};
+  return download(inout, d, bytes);
 }
 
 template <class T>
@@ -183,20 +185,76 @@ posenc::status run_mrope_typed(const posenc::mrope_plan& plan, const std::array<
   const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2] * s[3]) * sizeof(T);
   const std::size_t pbytes = static_cast<std::size_t>((shared ? 1 : s[0]) * 3 * s[1]) * sizeof(std::int64_t);
   dev dx, dy, dp;
-  if (cudaError_t e = cudaMalloc(&dx.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-  if (cudaError_t e = cudaMalloc(&dy.p, bytes + 1); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-  if (cudaError_t e = cudaMalloc(&dp.p, pbytes); e != cudaSuccess) return cuda_fail("cudaMalloc", e);
-  if (cudaError_t e = cudaMemcpy(dx.p, x, bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
-  if (cudaError_t e = cudaMemcpy(dp.p, ids, pbytes, cudaMemcpyHostToDevice); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
+  POSENC_TRY(alloc(dy, bytes + 1));
+  POSENC_TRY(upload(dx, x, bytes));
+  POSENC_TRY(upload(dp, ids, pbytes));
   const auto* d_ids = static_cast<const std::int64_t*>(dp.p);
   const auto pos = shared ? posenc::mrope_positions::shared(d_ids, s[1]) : posenc::mrope_positions::per_token(d_ids, s[0], s[1]);
   posenc::cuda::mrope_frequencies f;
   POSENC_TRY(posenc::cuda::mrope_frequencies::try_create(plan, f));
   POSENC_TRY(posenc::cuda::try_apply_mrope(f, posenc::strided_view<const T, 4>(static_cast<const T*>(dx.p), s),
                                            posenc::strided_view<T, 4>(static_cast<T*>(dy.p), s), pos));
-  if (cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_fail("kernel", e);
-  if (cudaError_t e = cudaMemcpy(y, dy.p, bytes, cudaMemcpyDeviceToHost); e != cudaSuccess) return cuda_fail("cudaMemcpy", e);
-  return {};
+  return download(y, dy, bytes);
+}
+
+template <class T>
+posenc::status run_shift_typed(const posenc::rope_plan& plan, const std::array<index_t, 4>& s, const void* x, void* y,
+                               const std::int64_t* deltas, index_t delta) {
+  const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2] * s[3]) * sizeof(T);
+  dev dx, dd;
+  POSENC_TRY(upload(dx, x, bytes));
+  posenc::cuda::rope_frequencies f;
+  POSENC_TRY(posenc::cuda::rope_frequencies::try_create(plan, f));
+  const posenc::strided_view<T, 4> k(static_cast<T*>(dx.p), s);
+  if (deltas != nullptr) {
+    POSENC_TRY(upload(dd, deltas, static_cast<std::size_t>(s[0] * s[1]) * sizeof(std::int64_t)));
+    POSENC_TRY(posenc::cuda::try_shift_rope(f, k, static_cast<const std::int64_t*>(dd.p), s[0], s[1]));
+  } else {
+    POSENC_TRY(posenc::cuda::try_shift_rope(f, k, delta));
+  }
+  return download(y, dx, bytes);
+}
+
+template <class T>
+posenc::status run_rerotate_typed(const posenc::rope_plan& from, const posenc::rope_plan& to, const std::array<index_t, 4>& s,
+                                  const void* x, void* y, const posenc::positions& host_pos) {
+  const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2] * s[3]) * sizeof(T);
+  dev dx, pos_buf;
+  POSENC_TRY(upload(dx, x, bytes));
+  posenc::positions pos;
+  POSENC_TRY(device_positions(host_pos, pos_buf, pos));
+  posenc::cuda::rope_frequencies ff, ft;
+  POSENC_TRY(posenc::cuda::rope_frequencies::try_create(from, ff));
+  POSENC_TRY(posenc::cuda::rope_frequencies::try_create(to, ft));
+  const posenc::strided_view<T, 4> k(static_cast<T*>(dx.p), s);
+  POSENC_TRY(posenc::cuda::try_apply_rope(ff, k, pos));
+  POSENC_TRY(posenc::cuda::try_rerotate_rope(ff, ft, k, pos));
+  return download(y, dx, bytes);
+}
+
+template <class T>
+posenc::status run_learned_typed(const posenc::learned_config& cfg, const double* table, const double* gamma,
+                                 const double* beta, const std::array<index_t, 3>& s, const void* x, void* y,
+                                 index_t past_length, bool in_place) {
+  const std::size_t bytes = static_cast<std::size_t>(s[0] * s[1] * s[2]) * sizeof(T);
+  const index_t rows = cfg.max_positions + cfg.position_offset;
+  std::vector<float> t(table, table + rows * cfg.dim), g(gamma, gamma + cfg.dim), b(beta, beta + cfg.dim);
+  posenc::cuda::learned_table<float> e;
+  POSENC_TRY(posenc::cuda::learned_table<float>::try_create(cfg, posenc::strided_view<const float, 2>(t.data(), {rows, cfg.dim}),
+                                                          posenc::strided_view<const float, 1>(g.data(), {cfg.dim}),
+                                                          posenc::strided_view<const float, 1>(b.data(), {cfg.dim}), e));
+  dev dx, dy;
+  POSENC_TRY(upload(dx, x, bytes));
+  const posenc::strided_view<T, 3> vx(static_cast<T*>(dx.p), s);
+  const posenc::positions pos = posenc::positions::offset(past_length);
+  if (in_place) {
+    POSENC_TRY(posenc::cuda::try_learned_forward(e, vx, pos));
+    return download(y, dx, bytes);
+  }
+  POSENC_TRY(alloc(dy, bytes + 1));
+  POSENC_TRY(posenc::cuda::try_learned_forward(e, posenc::strided_view<const T, 3>(vx),
+                                               posenc::strided_view<T, 3>(static_cast<T*>(dy.p), s), pos));
+  return download(y, dy, bytes);
 }
 
 // Instantiated for the resource check, not called by the tests: MRoPE's q+k launch.
@@ -219,61 +277,61 @@ posenc::status run_mrope_typed(const posenc::mrope_plan& plan, const std::array<
                                           posenc::strided_view<__half, 4>(scores, {1, 2, 1, 1}));
 }
 
+/// Calls f with a value of the storage type `type` names.
+template <class F>
+posenc::status with_dtype(dtype type, F&& f) {
+  switch (type) {
+    case dtype::f32: return f(float{});
+    case dtype::f64: return f(double{});
+    case dtype::f16: return f(__half{});
+    case dtype::bf16: return f(__nv_bfloat16{});
+  }
+  return {};
+}
+
 }  // namespace
 
 posenc::status run_alibi(const posenc::alibi_config& cfg, dtype type, index_t heads, index_t lq, index_t lk,
                          index_t query_offset, bool add, void* inout) {
-  switch (type) {
-    case dtype::f32: return run_alibi_typed<float>(cfg, heads, lq, lk, query_offset, add, inout);
-    case dtype::f64: return run_alibi_typed<double>(cfg, heads, lq, lk, query_offset, add, inout);
-    case dtype::f16: return run_alibi_typed<__half>(cfg, heads, lq, lk, query_offset, add, inout);
-    case dtype::bf16: return run_alibi_typed<__nv_bfloat16>(cfg, heads, lq, lk, query_offset, add, inout);
-  }
-  return {};
+  return with_dtype(type, [&](auto t) { return run_alibi_typed<decltype(t)>(cfg, heads, lq, lk, query_offset, add, inout); });
 }
 
 posenc::status run_xpos(const posenc::xpos_plan& plan, dtype type, const std::array<index_t, 4>& shape, const void* x,
                         void* y, index_t offset, index_t center, posenc::xpos_mode mode) {
-  switch (type) {
-    case dtype::f32: return run_xpos_typed<float>(plan, shape, x, y, offset, center, mode);
-    case dtype::f64: return run_xpos_typed<double>(plan, shape, x, y, offset, center, mode);
-    case dtype::f16: return run_xpos_typed<__half>(plan, shape, x, y, offset, center, mode);
-    case dtype::bf16: return run_xpos_typed<__nv_bfloat16>(plan, shape, x, y, offset, center, mode);
-  }
-  return {};
+  return with_dtype(type, [&](auto t) { return run_xpos_typed<decltype(t)>(plan, shape, x, y, offset, center, mode); });
 }
 
 posenc::status run_sinusoidal(const posenc::sinusoidal_config& cfg, dtype type, const std::array<index_t, 3>& shape,
                               const void* x, void* out, index_t offset, const std::int64_t* ids, bool in_place) {
-  switch (type) {
-    case dtype::f32: return run_sinusoidal_typed<float>(cfg, shape, x, out, offset, ids, in_place);
-    case dtype::f64: return run_sinusoidal_typed<double>(cfg, shape, x, out, offset, ids, in_place);
-    case dtype::f16: return run_sinusoidal_typed<__half>(cfg, shape, x, out, offset, ids, in_place);
-    case dtype::bf16: return run_sinusoidal_typed<__nv_bfloat16>(cfg, shape, x, out, offset, ids, in_place);
-  }
-  return {};
+  return with_dtype(type, [&](auto t) { return run_sinusoidal_typed<decltype(t)>(cfg, shape, x, out, offset, ids, in_place); });
 }
 
 posenc::status run_t5(const posenc::t5_bucket_config& cfg, const float* table, dtype type, index_t heads, index_t lq,
                       index_t lk, index_t query_offset, bool add, void* inout) {
-  switch (type) {
-    case dtype::f32: return run_t5_typed<float>(cfg, table, heads, lq, lk, query_offset, add, inout);
-    case dtype::f64: return run_t5_typed<double>(cfg, table, heads, lq, lk, query_offset, add, inout);
-    case dtype::f16: return run_t5_typed<__half>(cfg, table, heads, lq, lk, query_offset, add, inout);
-    case dtype::bf16: return run_t5_typed<__nv_bfloat16>(cfg, table, heads, lq, lk, query_offset, add, inout);
-  }
-  return {};
+  return with_dtype(type, [&](auto t) { return run_t5_typed<decltype(t)>(cfg, table, heads, lq, lk, query_offset, add, inout); });
 }
 
 posenc::status run_mrope(const posenc::mrope_plan& plan, dtype type, const std::array<index_t, 4>& shape, const void* x,
                          void* y, const std::int64_t* ids, bool shared) {
-  switch (type) {
-    case dtype::f32: return run_mrope_typed<float>(plan, shape, x, y, ids, shared);
-    case dtype::f64: return run_mrope_typed<double>(plan, shape, x, y, ids, shared);
-    case dtype::f16: return run_mrope_typed<__half>(plan, shape, x, y, ids, shared);
-    case dtype::bf16: return run_mrope_typed<__nv_bfloat16>(plan, shape, x, y, ids, shared);
-  }
-  return {};
+  return with_dtype(type, [&](auto t) { return run_mrope_typed<decltype(t)>(plan, shape, x, y, ids, shared); });
+}
+
+posenc::status run_shift(const posenc::rope_plan& plan, dtype type, const std::array<index_t, 4>& shape, const void* x,
+                         void* y, const std::int64_t* deltas, index_t delta) {
+  return with_dtype(type, [&](auto t) { return run_shift_typed<decltype(t)>(plan, shape, x, y, deltas, delta); });
+}
+
+posenc::status run_rerotate(const posenc::rope_plan& from, const posenc::rope_plan& to, dtype type,
+                            const std::array<index_t, 4>& shape, const void* x, void* y, const posenc::positions& pos) {
+  return with_dtype(type, [&](auto t) { return run_rerotate_typed<decltype(t)>(from, to, shape, x, y, pos); });
+}
+
+posenc::status run_learned(const posenc::learned_config& cfg, const double* table, const double* gamma, const double* beta,
+                           dtype type, const std::array<index_t, 3>& shape, const void* x, void* y, index_t past_length,
+                           bool in_place) {
+  return with_dtype(type, [&](auto t) {
+    return run_learned_typed<decltype(t)>(cfg, table, gamma, beta, shape, x, y, past_length, in_place);
+  });
 }
 
 bool device_available(std::string& why) {
@@ -291,13 +349,7 @@ bool device_available(std::string& why) {
 }
 
 posenc::status run_rope(const rope_job& job) {
-  switch (job.type) {
-    case dtype::f32: return run_typed<float>(job);
-    case dtype::f64: return run_typed<double>(job);
-    case dtype::f16: return run_typed<__half>(job);
-    case dtype::bf16: return run_typed<__nv_bfloat16>(job);
-  }
-  return {};
+  return with_dtype(job.type, [&](auto t) { return run_typed<decltype(t)>(job); });
 }
 
 }  // namespace posenc_cuda_test

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <posenc/alibi_config.hpp>
+#include <posenc/learned_config.hpp>
 #include <posenc/mrope_plan.hpp>
 #include <posenc/positions.hpp>
 #include <posenc/rope_scaling.hpp>
@@ -65,5 +66,21 @@ posenc::status run_t5(const posenc::t5_bucket_config& cfg, const float* table, d
 /// (N, 3, L) (per_token) positions, copied to the device.
 posenc::status run_mrope(const posenc::mrope_plan& plan, dtype type, const std::array<posenc::index_t, 4>& shape,
                          const void* x, void* y, const std::int64_t* ids, bool shared);
+
+/// posenc::cuda::shift_rope in place on x (N, L, H, D): per-token deltas (host (N, L), copied to the device) or,
+/// when `deltas` is null, `delta` for every token; the result into y.
+posenc::status run_shift(const posenc::rope_plan& plan, dtype type, const std::array<posenc::index_t, 4>& shape,
+                         const void* x, void* y, const std::int64_t* deltas, posenc::index_t delta);
+
+/// x rotated on the device with `from` (apply_rope), then re-rotated into `to` (cuda::rerotate_rope), at the
+/// same positions (copied to the device); the result into y.
+posenc::status run_rerotate(const posenc::rope_plan& from, const posenc::rope_plan& to, dtype type,
+                            const std::array<posenc::index_t, 4>& shape, const void* x, void* y, const posenc::positions& pos);
+
+/// posenc::cuda::learned_forward of x (N, L, D) at positions offset(past_length) with a float table built from the
+/// host table/gamma/beta (double, row-major), in place or out of place; the result into y.
+posenc::status run_learned(const posenc::learned_config& cfg, const double* table, const double* gamma, const double* beta,
+                           dtype type, const std::array<posenc::index_t, 3>& shape, const void* x, void* y,
+                           posenc::index_t past_length, bool in_place);
 
 }  // namespace posenc_cuda_test

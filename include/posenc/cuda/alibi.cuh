@@ -37,13 +37,10 @@ __global__ void alibi_kernel(posenc::detail::gpu::alibi_params<T, Slopes> p) {
 template <class T, class Slopes>
 status alibi_launch(const char* fn, const strided_view<T, 4>& v, const Slopes& slopes, const positions& pos, bool add,
                     bool symmetric, bool causal, cudaStream_t stream) {
-  const index_t rows = v.extent(0) * v.extent(1) * v.extent(2);
-  if (rows > INT_MAX) return fail(fn, "N * H * Lq = ", rows, " rows exceed one launch's grid (", INT_MAX, ")");
   const posenc::detail::gpu::alibi_params<T, Slopes> p{posenc::detail::gpu::pod_of(v), slopes, pod_positions(pos),
                                                        add, symmetric, causal};
-  alibi_kernel<<<static_cast<unsigned>(rows), 128, 0, stream>>>(p);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_status(fn, "launch", e);
-  return {};
+  return launch_blocks(fn, &alibi_kernel<T, Slopes>, p, v.extent(0) * v.extent(1) * v.extent(2), 128, "N * H * Lq",
+                       "rows", stream);
 }
 
 }  // namespace detail

@@ -8,6 +8,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <climits>
+#include <cstddef>
 #include <utility>
 
 #include "posenc/config.hpp"
@@ -56,6 +58,32 @@ struct device_buffer {
     if (p != nullptr) cudaFree(p);
   }
 };
+
+/// Allocates `bytes` of device memory into `buf` and copies `src` there: the device tables of a plan.
+inline status upload(const char* fn, device_buffer& buf, const void* src, std::size_t bytes) {
+  if (const cudaError_t e = cudaMalloc(&buf.p, bytes); e != cudaSuccess) return cuda_status(fn, "cudaMalloc", e);
+  if (const cudaError_t e = cudaMemcpy(buf.p, src, bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
+    return cuda_status(fn, "cudaMemcpy", e);
+  return {};
+}
+
+/// The status of the launch just made on this thread (a bad configuration or a sticky earlier error).
+inline status launch_status(const char* fn) {
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_status(fn, "launch", e);
+  return {};
+}
+
+/// The launch every posenc kernel makes: `blocks` blocks of `threads` over the plain-data params (one block per
+/// token or per score row, the grid's x dimension); nothing for zero blocks; an invalid_argument naming
+/// `what` (e.g. "N * L", "tokens") past the grid's 2^31 - 1 blocks, a device_error if the launch fails.
+template <class Params>
+status launch_blocks(const char* fn, void (*kernel)(Params), const Params& p, index_t blocks, unsigned threads,
+                     const char* what, const char* unit, cudaStream_t stream) {
+  if (blocks == 0) return {};
+  if (blocks > INT_MAX) return fail(fn, what, " = ", blocks, " ", unit, " exceed one launch's grid (", INT_MAX, ")");
+  kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(p);
+  return launch_status(fn);
+}
 
 /// posenc::positions as a kernel parameter (its arrays stay where they are: device memory for a launch).
 inline posenc::detail::gpu::pos_params pod_positions(const positions& p) {

@@ -43,14 +43,8 @@ class mrope_frequencies {
       mrope_frequencies f;
       f.plan_ = plan;
       const std::size_t pairs = plan.axis().size();
-      if (const cudaError_t e = cudaMalloc(&f.w_.p, pairs * sizeof(double)); e != cudaSuccess)
-        return detail::cuda_status(fn, "cudaMalloc", e);
-      if (const cudaError_t e = cudaMalloc(&f.axis_.p, pairs); e != cudaSuccess) return detail::cuda_status(fn, "cudaMalloc", e);
-      if (const cudaError_t e = cudaMemcpy(f.w_.p, plan.plan().inv_freq().data(), pairs * sizeof(double), cudaMemcpyHostToDevice);
-          e != cudaSuccess)
-        return detail::cuda_status(fn, "cudaMemcpy", e);
-      if (const cudaError_t e = cudaMemcpy(f.axis_.p, plan.axis().data(), pairs, cudaMemcpyHostToDevice); e != cudaSuccess)
-        return detail::cuda_status(fn, "cudaMemcpy", e);
+      POSENC_TRY(detail::upload(fn, f.w_, plan.plan().inv_freq().data(), pairs * sizeof(double)));
+      POSENC_TRY(detail::upload(fn, f.axis_, plan.axis().data(), pairs));
       out = std::move(f);
       return {};
     });
@@ -82,17 +76,11 @@ status mrope_launch(const char* fn, const mrope_frequencies& f, const mrope_posi
   POSENC_TRY(posenc::detail::check_rope_call(fn, posenc::detail::geom_of(plan), positions::offset(0), targets, names,
                                              max_pos));
   POSENC_TRY(posenc::detail::validate_mrope_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), false));
-  const index_t blocks = targets[0].in.extent(0) * targets[0].in.extent(1);
-  if (blocks == 0) return {};
-  if (blocks > INT_MAX) return fail(fn, "N * L = ", blocks, " tokens exceed one launch's grid (", INT_MAX, ")");
-  const auto t = posenc::detail::gpu::pod_targets<In, Out>(targets);
   const posenc::detail::gpu::mrope_source src{f.device_inv_freq(), f.device_axis(), plan.magnitude(), pos.data(),
                                               pos.batch_stride(), pos.axis_stride()};
-  const posenc::detail::gpu::rope_params<In, Out, posenc::detail::gpu::mrope_source> p{
-      t, pod_positions(positions::offset(0)), src, plan.style(), plan.rotary_offset(), plan.pairs(), sign, {0, 0}};
-  rope_kernel<<<static_cast<unsigned>(blocks), rope_threads, 0, stream>>>(p);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_status(fn, "launch", e);
-  return {};
+  return launch_rotation(fn, rotation_params(targets, pod_positions(positions::offset(0)), src,
+                                             posenc::detail::geom_of(plan), sign),
+                         stream);
 }
 
 }  // namespace detail

@@ -46,8 +46,7 @@ status t5_launch(const char* fn, const strided_view<const C, 2>& table, const t5
   index_t max_pos = -1;
   POSENC_TRY(posenc::detail::validate_positions(fn, pos, v.extent(0), v.extent(2), max_pos, false));
   const index_t rows = v.extent(0) * v.extent(1) * v.extent(2);
-  if (max_pos < 0 || v.extent(3) == 0 || rows == 0) return {};
-  if (rows > INT_MAX) return fail(fn, "N * H * Lq = ", rows, " rows exceed one launch's grid (", INT_MAX, ")");
+  if (max_pos < 0 || v.extent(3) == 0) return {};
   const posenc::detail::gpu::t5_params<T, C> p{posenc::detail::gpu::pod_of(v),
                                                table.data(),
                                                {table.stride(0), table.stride(1)},
@@ -55,9 +54,7 @@ status t5_launch(const char* fn, const strided_view<const C, 2>& table, const t5
                                                                                  cfg.max_distance),
                                                pod_positions(pos),
                                                add};
-  t5_kernel<<<static_cast<unsigned>(rows), 128, 0, stream>>>(p);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_status(fn, "launch", e);
-  return {};
+  return launch_blocks(fn, &t5_kernel<T, C>, p, rows, 128, "N * H * Lq", "rows", stream);
 }
 
 }  // namespace detail

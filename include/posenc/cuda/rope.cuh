@@ -76,10 +76,7 @@ class rope_frequencies {
       POSENC_TRY(posenc::detail::check_source(fn, plan));
       rope_frequencies f;
       f.plan_ = plan;
-      const std::size_t bytes = plan.inv_freq().size() * sizeof(double);
-      if (const cudaError_t e = cudaMalloc(&f.w_.p, bytes); e != cudaSuccess) return detail::cuda_status(fn, "cudaMalloc", e);
-      if (const cudaError_t e = cudaMemcpy(f.w_.p, plan.inv_freq().data(), bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
-        return detail::cuda_status(fn, "cudaMemcpy", e);
+      POSENC_TRY(detail::upload(fn, f.w_, plan.inv_freq().data(), plan.inv_freq().size() * sizeof(double)));
       out = std::move(f);
       return {};
     });
@@ -127,7 +124,7 @@ class rope_table {
         if (const cudaError_t e = cudaMalloc(&t.sin_.p, bytes); e != cudaSuccess) return detail::cuda_status(fn, "cudaMalloc", e);
         detail::table_kernel<C><<<static_cast<unsigned>(max_positions), 64, 0, stream>>>(
             freq.device_inv_freq(), t.plan_.magnitude(), pairs, static_cast<C*>(t.cos_.p), static_cast<C*>(t.sin_.p));
-        if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return detail::cuda_status(fn, "launch", e);
+        POSENC_TRY(detail::launch_status(fn));
       }
       out = std::move(t);
       return {};
@@ -171,27 +168,33 @@ posenc::detail::gpu::table_source<C> source_of(const rope_table<C>& t) {
   return {t.cos_data(), t.sin_data(), t.plan().pairs(), 1, t.max_positions()};
 }
 
+/// The one launch of every rotation (RoPE, xPos, MRoPE, shift, re-rotation) after its checks: one block per
+/// token (n, l) of all targets; nothing to do for zero tokens.
+template <class In, class Out, class Src>
+status launch_rotation(const char* fn, const posenc::detail::gpu::rope_params<In, Out, Src>& p, cudaStream_t stream) {
+  return launch_blocks(fn, &rope_kernel<In, Out, Src>, p, p.t.in[0].extent[0] * p.t.in[0].extent[1], rope_threads,
+                       "N * L", "tokens", stream);
+}
+
+/// The parameters of a rotation from a source over the window of `g`.
+template <class Src, class In, class Out, std::size_t K>
+posenc::detail::gpu::rope_params<In, Out, Src> rotation_params(const std::array<posenc::detail::rope_io<In, Out>, K>& targets,
+                                                               const posenc::detail::gpu::pos_params& pos, const Src& src,
+                                                               const posenc::detail::rope_geom& g, double sign) {
+  return {posenc::detail::gpu::pod_targets<In, Out>(targets), pos, src, g.style, g.offset, g.pairs, sign, {0, 0}};
+}
+
 /// Every CUDA RoPE entry: the CPU API's checks first (nothing is launched on an error), then one launch for
 /// all targets (q and k together).
 template <class F, class In, class Out, std::size_t K>
 status rope_launch(const char* fn, const F& freq, const positions& pos, double sign,
                    const std::array<posenc::detail::rope_io<In, Out>, K>& targets,
                    const std::array<const char*, 2 * K>& names, cudaStream_t stream) {
-  static_assert(K == 1 || K == 2, "one or two targets per launch");
   POSENC_TRY(check_freq(fn, freq));
   index_t max_pos = -1;
   POSENC_TRY(posenc::detail::check_rope_call(fn, geom_of(freq), pos, targets, names, max_pos, false));
-  const index_t blocks = targets[0].in.extent(0) * targets[0].in.extent(1);
-  if (max_pos < 0 || blocks == 0) return {};
-  if (blocks > INT_MAX) return fail(fn, "N * L = ", blocks, " tokens exceed one launch's grid (", INT_MAX, ")");
-  const auto t = posenc::detail::gpu::pod_targets<In, Out>(targets);
-  const posenc::detail::rope_geom g = geom_of(freq);
-  using Src = decltype(source_of(freq));
-  const posenc::detail::gpu::rope_params<In, Out, Src> p{t, pod_positions(pos), source_of(freq), g.style, g.offset,
-                                                          g.pairs, sign, {0, 0}};
-  rope_kernel<<<static_cast<unsigned>(blocks), rope_threads, 0, stream>>>(p);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_status(fn, "launch", e);
-  return {};
+  if (max_pos < 0) return {};
+  return launch_rotation(fn, rotation_params(targets, pod_positions(pos), source_of(freq), geom_of(freq), sign), stream);
 }
 
 template <class F>

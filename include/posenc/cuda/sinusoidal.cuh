@@ -31,22 +31,12 @@ __global__ void sinusoid_kernel(posenc::detail::gpu::sinusoid_params_gpu<T> p) {
   posenc::detail::gpu::sinusoid_block(p, static_cast<index_t>(blockIdx.x), threadIdx.x, blockDim.x);
 }
 
-/// (N, L, D) as the (N, L, 1, D) view the body walks.
-template <class T>
-posenc::detail::gpu::view4<T> as_nl1d(const strided_view<T, 3>& v) {
-  return {v.data(), {v.extent(0), v.extent(1), 1, v.extent(2)}, {v.stride(0), v.stride(1), 0, v.stride(2)}};
-}
-
 template <class T>
 status sinusoid_launch(const char* fn, const sinusoidal_config& cfg, const positions& pos, const strided_view<const T, 3>& in,
                        const strided_view<T, 3>& out, bool add, cudaStream_t stream) {
-  const index_t blocks = out.extent(0) * out.extent(1);
-  if (blocks > INT_MAX) return fail(fn, "N * L = ", blocks, " tokens exceed one launch's grid (", INT_MAX, ")");
-  const posenc::detail::gpu::sinusoid_params_gpu<T> p{as_nl1d(in), as_nl1d(out), pod_positions(pos),
+  const posenc::detail::gpu::sinusoid_params_gpu<T> p{posenc::detail::gpu::pod_of(in), posenc::detail::gpu::pod_of(out), pod_positions(pos),
                                                       posenc::detail::sinusoid_params_of(cfg), add};
-  sinusoid_kernel<<<static_cast<unsigned>(blocks), 128, 0, stream>>>(p);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_status(fn, "launch", e);
-  return {};
+  return launch_blocks(fn, &sinusoid_kernel<T>, p, out.extent(0) * out.extent(1), 128, "N * L", "tokens", stream);
 }
 
 }  // namespace detail

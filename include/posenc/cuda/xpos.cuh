@@ -42,11 +42,8 @@ class xpos_frequencies {
       xpos_frequencies f;
       f.plan_ = plan;
       const std::size_t bytes = plan.inv_freq().size() * sizeof(double);
-      for (auto [buf, src] : {std::pair{&f.w_, plan.inv_freq().data()}, std::pair{&f.log_zeta_, plan.log_zeta().data()}}) {
-        if (const cudaError_t e = cudaMalloc(&buf->p, bytes); e != cudaSuccess) return detail::cuda_status(fn, "cudaMalloc", e);
-        if (const cudaError_t e = cudaMemcpy(buf->p, src, bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
-          return detail::cuda_status(fn, "cudaMemcpy", e);
-      }
+      POSENC_TRY(detail::upload(fn, f.w_, plan.inv_freq().data(), bytes));
+      POSENC_TRY(detail::upload(fn, f.log_zeta_, plan.log_zeta().data(), bytes));
       out = std::move(f);
       return {};
     });
@@ -78,18 +75,13 @@ status xpos_launch(const char* fn, const xpos_frequencies& f, const positions& p
   POSENC_TRY(posenc::detail::check_targets(fn, f.plan().head_dim(), targets, names));
   index_t max_pos = -1;
   POSENC_TRY(posenc::detail::validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), max_pos, false));
-  const index_t blocks = targets[0].in.extent(0) * targets[0].in.extent(1);
-  if (max_pos < 0 || blocks == 0) return {};
-  if (blocks > INT_MAX) return fail(fn, "N * L = ", blocks, " tokens exceed one launch's grid (", INT_MAX, ")");
-  const auto t = posenc::detail::gpu::pod_targets<In, Out>(targets);
+  if (max_pos < 0) return {};
   const posenc::detail::gpu::xpos_source src{f.device_inv_freq(), f.device_log_zeta(), center,
                                              f.plan().config().scale_base};
-  posenc::detail::gpu::rope_params<In, Out, posenc::detail::gpu::xpos_source> p{
-      t, pod_positions(pos), src, f.plan().config().style, 0, f.plan().pairs(), sign, {0, 0}};
+  const posenc::detail::rope_geom g{f.plan().head_dim(), f.plan().pairs(), 0, f.plan().config().style};
+  auto p = rotation_params(targets, pod_positions(pos), src, g, sign);
   for (std::size_t k = 0; k < K; ++k) p.variant[k] = modes[k] == xpos_mode::upscale ? 0 : 1;
-  rope_kernel<<<static_cast<unsigned>(blocks), rope_threads, 0, stream>>>(p);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_status(fn, "launch", e);
-  return {};
+  return launch_rotation(fn, p, stream);
 }
 
 }  // namespace detail

@@ -38,6 +38,28 @@ inline status check_source(const char* fn, const rope_plan& p) {
   return {};
 }
 
+/// The plans of a re-rotation (rerotate_rope) must rotate the same window in the same style.
+inline status check_rerotate_plans(const char* fn, const rope_plan& from, const rope_plan& to) {
+  if (from.empty() || to.empty()) return fail(fn, "a plan is empty");
+  if (from.head_dim() != to.head_dim() || from.rotary_dim() != to.rotary_dim() ||
+      from.rotary_offset() != to.rotary_offset() || from.style() != to.style())
+    return fail(fn, "plans differ in layout: from (head_dim=", from.head_dim(), ", rotary_dim=", from.rotary_dim(),
+                ", rotary_offset=", from.rotary_offset(), ") to (head_dim=", to.head_dim(), ", rotary_dim=",
+                to.rotary_dim(), ", rotary_offset=", to.rotary_offset(), ") or in style");
+  return {};
+}
+
+/// Per-token deltas of a context shift (shift_rope): shape (batch, length) = k's (N, L), row_stride >= L when
+/// given (< 0: L), a pointer unless k is empty.
+inline status check_shift_deltas(const char* fn, const void* deltas, index_t batch, index_t length, index_t row_stride,
+                                 index_t n, index_t l) {
+  if (batch != n || length != l)
+    return fail(fn, "deltas shape (", batch, ", ", length, ") does not match k (N, L)=(", n, ", ", l, ")");
+  if (row_stride >= 0 && row_stride < length) return fail(fn, "deltas row_stride=", row_stride, " is less than L=", length);
+  if (n * l != 0 && deltas == nullptr) return fail(fn, "deltas is null");
+  return {};
+}
+
 /// Validates an input/output pair against the geometry; in place (the same view) or disjoint spans only.
 template <class In, class Out>
 status check_target(const char* fn, const char* in_name, const char* out_name, index_t head_dim,

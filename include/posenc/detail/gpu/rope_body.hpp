@@ -45,10 +45,17 @@ view4<T> pod_of(const strided_view<T, 4>& v) {
   return {v.data(), {v.extent(0), v.extent(1), v.extent(2), v.extent(3)}, {v.stride(0), v.stride(1), v.stride(2), v.stride(3)}};
 }
 
+/// An (N, L, D) view as the (N, L, 1, D) view the additive bodies (sinusoidal, learned) walk.
+template <class T>
+view4<T> pod_of(const strided_view<T, 3>& v) {
+  return {v.data(), {v.extent(0), v.extent(1), 1, v.extent(2)}, {v.stride(0), v.stride(1), 0, v.stride(2)}};
+}
+
 /// posenc::positions as plain data: the position of token (n, l), read from device memory for the
-/// per_sequence and per_token forms.
+/// per_sequence and per_token forms. A context shift passes its deltas as positions: per token (form 2) or one
+/// delta for every token (form 3, `start`).
 struct pos_params {
-  int form;  ///< 0 offset, 1 per_sequence, 2 per_token (positions::form)
+  int form;  ///< 0 offset, 1 per_sequence, 2 per_token (positions::form), 3 uniform (`start` for every token)
   index_t start;
   const std::int64_t* p64;
   const std::int32_t* p32;
@@ -57,6 +64,7 @@ struct pos_params {
   POSENC_HOST_DEVICE index_t at(index_t n, index_t l) const {
     if (form == 0) return start + l;
     if (form == 1) return value(n) + start + l;
+    if (form == 3) return start;
     return value(n * stride + l);
   }
 };
@@ -141,6 +149,24 @@ struct table_source {
     const index_t k = p * row_stride + i * pair_stride;
     c = load<A>(cos + k);
     s = static_cast<A>(sign) * load<A>(sin + k);
+  }
+};
+
+/// Re-rotation from one plan to another at the same positions (posenc::rerotate_rope): theta = p*w_to - p*w_from,
+/// each product in double as the CPU kernels form it, magnitude m_to/m_from.
+struct rerotate_source {
+  const double* w_from;
+  const double* w_to;
+  double ratio;
+  static constexpr bool double_arithmetic = false;
+  static constexpr bool is_table = false;
+  template <class A>
+  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int, A& c, A& s) const {
+    const double pd = static_cast<double>(p);
+    double sd, cd;
+    sincos_d(pd * w_to[i] - pd * w_from[i], sd, cd);
+    c = static_cast<A>(cd * ratio);
+    s = static_cast<A>(sign * sd * ratio);
   }
 };
 
