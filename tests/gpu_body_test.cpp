@@ -34,20 +34,7 @@ void run_grid(const Params& p, index_t blocks, index_t threads) {
     for (index_t t = 0; t < threads; ++t) gpu::rope_block(p, b, t, threads);
 }
 
-struct gpu_case {
-  std::string file;
-  std::string name;
-};
-void PrintTo(const gpu_case& c, std::ostream* os) { *os << c.file << ":" << c.name; }
-
-std::vector<gpu_case> rope_cases() {
-  std::vector<gpu_case> out;
-  for (const char* f : {"rope_basic.txt", "rope_scaling.txt", "rope_long.txt"})
-    for (const auto& c : load_golden(f)) out.push_back({f, c.name});
-  return out;
-}
-
-class GpuRopeBody : public ::testing::TestWithParam<gpu_case> {};
+class GpuRopeBody : public ::testing::TestWithParam<golden_ref> {};
 
 /// A cos/sin table as posenc::cuda::rope_table builds it: float rows filled by the table body, 32 threads wide.
 struct host_table {
@@ -114,10 +101,7 @@ TEST_P(GpuRopeBody, MatchesGolden) {
       }
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, GpuRopeBody, ::testing::ValuesIn(rope_cases()),
-                         [](const ::testing::TestParamInfo<gpu_case>& p) {
-                           return camel(p.param.file.substr(0, p.param.file.find('.')) + "_" + p.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(Golden, GpuRopeBody, ::testing::ValuesIn(rope_golden_cases()), golden_ref_name{});
 
 // q and k of one fused QKV buffer with GQA (8 q heads, 2 kv heads), one launch for both, against the CPU path
 // on the same buffer (itself golden-tested): within one float rounding (the CPU forms cos/sin with its own

@@ -37,26 +37,8 @@ class ErrorReport : public ::testing::Environment {
 };
 const auto* const report = ::testing::AddGlobalTestEnvironment(new ErrorReport);
 
-struct rope_param {
-  std::string file;
-  std::string name;
-};
-
-// Names the case in test output instead of a byte dump.
-void PrintTo(const rope_param& p, std::ostream* os) { *os << p.file << ":" << p.name; }
-
-// Found by argument-dependent lookup from IsaParamName.
-std::string param_label(const rope_param& p) { return camel(p.file.substr(0, p.file.find('.')) + "_" + p.name); }
-
-std::vector<rope_param> all_rope_cases() {
-  std::vector<rope_param> out;
-  for (const char* f : {"rope_basic.txt", "rope_scaling.txt", "rope_long.txt"})
-    for (const auto& c : load_golden(f)) out.push_back({f, c.name});
-  return out;
-}
-
-class RopePlanGolden : public ::testing::TestWithParam<rope_param> {};
-class RopeGolden : public IsaTest<rope_param> {};
+class RopePlanGolden : public ::testing::TestWithParam<golden_ref> {};
+class RopeGolden : public IsaTest<golden_ref> {};
 
 struct freqs {
   posenc::rope_plan plan;
@@ -128,10 +110,10 @@ TEST_P(RopeGolden, AllDtypesAndPaths) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, RopePlanGolden, ::testing::ValuesIn(all_rope_cases()),
-                         [](const ::testing::TestParamInfo<rope_param>& p) { return param_label(p.param); });
+INSTANTIATE_TEST_SUITE_P(Golden, RopePlanGolden, ::testing::ValuesIn(rope_golden_cases()),
+                         golden_ref_name{});
 INSTANTIATE_TEST_SUITE_P(Golden, RopeGolden,
-                         ::testing::Combine(::testing::ValuesIn(all_rope_cases()), ::testing::ValuesIn(all_isas())),
+                         ::testing::Combine(::testing::ValuesIn(rope_golden_cases()), ::testing::ValuesIn(all_isas())),
                          IsaParamName{});
 
 }  // namespace

@@ -415,6 +415,28 @@ inline posenc::mrope_positions mrope_positions_of(const golden_case& c) {
   return posenc::mrope_positions::per_token(p.ivalues.data(), p.shape[0], p.shape[2]);
 }
 
+// ---- golden cases as test parameters ---------------------------------------------------------------------
+
+/// One case of a golden file, as a test parameter (the RoPE suites of every backend share the list).
+struct golden_ref {
+  std::string file;
+  std::string name;
+};
+inline void PrintTo(const golden_ref& p, std::ostream* os) { *os << p.file << ":" << p.name; }
+/// The test-name part of a case: RopeBasicHalfSplitFull for rope_basic.txt:half_split_full.
+inline std::string param_label(const golden_ref& p) { return camel(p.file.substr(0, p.file.find('.')) + "_" + p.name); }
+/// GoogleTest's name generator for a golden_ref parameter.
+struct golden_ref_name {
+  std::string operator()(const ::testing::TestParamInfo<golden_ref>& p) const { return param_label(p.param); }
+};
+/// Every case of the RoPE golden files (rope_basic, rope_scaling, rope_long).
+inline std::vector<golden_ref> rope_golden_cases() {
+  std::vector<golden_ref> out;
+  for (const char* f : {"rope_basic.txt", "rope_scaling.txt", "rope_long.txt"})
+    for (const auto& c : load_golden(f)) out.push_back({f, c.name});
+  return out;
+}
+
 // ---- learned embeddings ----------------------------------------------------------------------------------
 
 /// Fills a module's table from golden values (row-major).

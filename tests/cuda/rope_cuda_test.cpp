@@ -26,19 +26,6 @@ using posenc_cuda_test::dtype;
     if (!posenc_cuda_test::device_available(why_)) GTEST_SKIP() << why_;       \
   } while (0)
 
-struct cuda_case {
-  std::string file;
-  std::string name;
-};
-void PrintTo(const cuda_case& c, std::ostream* os) { *os << c.file << ":" << c.name; }
-
-std::vector<cuda_case> rope_cases() {
-  std::vector<cuda_case> out;
-  for (const char* f : {"rope_basic.txt", "rope_scaling.txt", "rope_long.txt"})
-    for (const auto& c : load_golden(f)) out.push_back({f, c.name});
-  return out;
-}
-
 template <class T>
 constexpr dtype dtype_of() {
   if constexpr (std::is_same_v<T, float>) return dtype::f32;
@@ -70,7 +57,7 @@ void check_case(const golden_case& c, const posenc::rope_plan& plan, bool table,
   else expect_close<T>(y, c.array("y"), what, angle_error_bound(c));
 }
 
-class CudaRope : public ::testing::TestWithParam<cuda_case> {};
+class CudaRope : public ::testing::TestWithParam<golden_ref> {};
 
 TEST_P(CudaRope, MatchesGolden) {
   POSENC_REQUIRE_DEVICE();
@@ -86,10 +73,17 @@ TEST_P(CudaRope, MatchesGolden) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, CudaRope, ::testing::ValuesIn(rope_cases()),
-                         [](const ::testing::TestParamInfo<cuda_case>& p) {
-                           return camel(p.param.file.substr(0, p.param.file.find('.')) + "_" + p.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(Golden, CudaRope, ::testing::ValuesIn(rope_golden_cases()), golden_ref_name{});
+
+// A CUDA entry's rejection is the CPU entry's: the same code and message but for the posenc::cuda:: prefix.
+void expect_same_rejection(const posenc::status& gpu, const posenc::status& cpu) {
+  ASSERT_FALSE(gpu.ok());
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_EQ(gpu.code(), cpu.code());
+  std::string want(cpu.message());
+  want.replace(0, std::string("posenc::").size(), "posenc::cuda::");
+  EXPECT_EQ(gpu.message(), want);
+}
 
 // A rejected call gives the CPU API's message (with the cuda:: prefix) and launches nothing.
 TEST(CudaRopeErrors, SameMessagesAsTheCpuApi) {
@@ -108,12 +102,51 @@ TEST(CudaRopeErrors, SameMessagesAsTheCpuApi) {
   const posenc::status gpu = posenc_cuda_test::run_rope(job);
   const posenc::status cpu =
       posenc::try_apply_rope(plan, posenc::strided_view<float, 4>(x.data(), job.shape), posenc::positions::offset(0));
-  ASSERT_FALSE(gpu.ok());
-  EXPECT_EQ(gpu.code(), cpu.code());
-  std::string want(cpu.message());
-  want.replace(0, std::string("posenc::").size(), "posenc::cuda::");
-  EXPECT_EQ(gpu.message(), want);
+  expect_same_rejection(gpu, cpu);
   for (float v : y) EXPECT_EQ(v, -1.0f);  // nothing was copied back: the runner stopped at the launcher's status
+}
+
+// The host checks need no device: the launchers run on host memory here, and a rejected call must return the
+// CPU API's status before any CUDA call, leaving the memory as it was.
+TEST(CudaHostChecks, RejectAsTheCpuApiWithoutADevice) {
+  posenc::alibi_config cfg;
+  cfg.num_heads = 8;
+  cfg.head_end = 9;  // past num_heads
+  std::vector<float> gpu_out(9 * 2 * 3, -1.0f), cpu_out = gpu_out;
+  expect_same_rejection(posenc_cuda_test::alibi_bias_on_host(cfg, gpu_out.data(), {9, 2, 3}, 0),
+                        posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(cpu_out.data(), {9, 2, 3})));
+  cfg.head_end = 8;
+  expect_same_rejection(posenc_cuda_test::alibi_bias_on_host(cfg, gpu_out.data(), {8, 2, 3}, -1),  // negative offset
+                        posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(cpu_out.data(), {8, 2, 3}), -1));
+  for (float v : gpu_out) ASSERT_EQ(v, -1.0f);
+
+  posenc::sinusoidal_config sc;
+  sc.dim = 7;  // odd
+  std::vector<float> x(2 * 3 * 8, 0.5f), cx = x;
+  const std::int64_t offsets[] = {0, 4};
+  expect_same_rejection(posenc_cuda_test::add_sinusoidal_on_host(sc, x.data(), {2, 3, 7}, posenc::positions::offset(0)),
+                        posenc::try_add_sinusoidal(posenc::strided_view<float, 3>(cx.data(), {2, 3, 7}), sc,
+                                                   posenc::positions::offset(0)));
+  sc.dim = 8;
+  const auto bad_count = posenc::positions::per_sequence(offsets, 1);  // count 1 for N = 2
+  expect_same_rejection(posenc_cuda_test::add_sinusoidal_on_host(sc, x.data(), {2, 3, 8}, bad_count),
+                        posenc::try_add_sinusoidal(posenc::strided_view<float, 3>(cx.data(), {2, 3, 8}), sc, bad_count));
+  for (float v : x) ASSERT_EQ(v, 0.5f);
+}
+
+// A launch that fails is a device_error status naming the entry, never silent. Without a device every launch
+// fails; with one, a launch on host memory is not a failure to provoke portably, so this test needs a machine
+// without a CUDA device (the documented reason of its skip).
+TEST(CudaHostChecks, LaunchFailureIsADeviceError) {
+  std::string why;
+  if (posenc_cuda_test::device_available(why)) GTEST_SKIP() << "needs a machine without a CUDA device";
+  posenc::alibi_config cfg;
+  cfg.num_heads = 4;
+  std::vector<float> out(4 * 2 * 3, -1.0f);
+  const posenc::status s = posenc_cuda_test::alibi_bias_on_host(cfg, out.data(), {4, 2, 3}, 0);
+  EXPECT_EQ(s.code(), posenc::errc::device_error);
+  EXPECT_NE(std::string(s.message()).find("posenc::cuda::alibi_bias: launch failed: "), std::string::npos) << s.message();
+  for (float v : out) ASSERT_EQ(v, -1.0f);
 }
 
 // ALiBi: every bias_* case of alibi.txt, written and added onto zero scores on the device.

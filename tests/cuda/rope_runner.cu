@@ -334,6 +334,17 @@ posenc::status run_learned(const posenc::learned_config& cfg, const double* tabl
   });
 }
 
+posenc::status alibi_bias_on_host(const posenc::alibi_config& cfg, float* out, const std::array<index_t, 3>& shape,
+                                  index_t query_offset) {
+  return posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<float, 3>(out, shape), query_offset);
+}
+
+posenc::status add_sinusoidal_on_host(const posenc::sinusoidal_config& cfg, float* x, const std::array<index_t, 3>& shape,
+                                      const posenc::positions& pos) {
+  const posenc::strided_view<float, 3> v(x, shape);
+  return posenc::cuda::try_add_sinusoidal(posenc::strided_view<const float, 3>(v), v, cfg, pos);
+}
+
 bool device_available(std::string& why) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);

@@ -83,4 +83,13 @@ posenc::status run_learned(const posenc::learned_config& cfg, const double* tabl
                            dtype type, const std::array<posenc::index_t, 3>& shape, const void* x, void* y,
                            posenc::index_t past_length, bool in_place);
 
+/// The launchers' host side on host memory: posenc::cuda::try_alibi_bias into `out` [H, Lq, Lk] and
+/// posenc::cuda::try_add_sinusoidal in place on `x` (N, L, D). A rejected call returns before any CUDA call, so
+/// these need no device; an accepted one launches on host memory, which without a device fails at the launch
+/// (the device_error path).
+posenc::status alibi_bias_on_host(const posenc::alibi_config& cfg, float* out, const std::array<posenc::index_t, 3>& shape,
+                                  posenc::index_t query_offset);
+posenc::status add_sinusoidal_on_host(const posenc::sinusoidal_config& cfg, float* x,
+                                      const std::array<posenc::index_t, 3>& shape, const posenc::positions& pos);
+
 }  // namespace posenc_cuda_test

@@ -261,28 +261,34 @@ POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src>& p, in
   for (int k = 0; k < p.t.count; ++k) {
     const view4<const In>& in = p.t.in[k];
     const view4<Out>& out = p.t.out[k];
-    const index_t d = in.extent[3];
-    const bool in_place = static_cast<const void*>(in.data) == static_cast<const void*>(out.data);
-    const index_t per_head = p.pairs + (in_place ? 0 : d - 2 * p.pairs);
-    const index_t items = in.extent[2] * per_head;
-    for (index_t j = thread; j < items; j += threads) {
-      const index_t h = j / per_head, i = j % per_head;
-      if (i < p.pairs) {
-        const index_t fa = p.offset + (p.style == rope_style::interleaved ? 2 * i : i);
-        const index_t fb = p.offset + (p.style == rope_style::interleaved ? 2 * i + 1 : i + p.pairs);
-        A c, s;
-        p.src.cos_sin(pos, n, l, i, p.sign, p.variant[k], c, s);
+    const index_t heads = in.extent[2];
+    // cos and sin of a pair are the same for every head of the token: each is formed once and applied to the
+    // heads of one lane (h = lane, lane + lanes, ...). The threads split into `lanes` groups of `pairs`, so
+    // neighbouring threads touch neighbouring features of one head (coalesced), and the sin/cos work per token
+    // is pairs * lanes instead of pairs * heads.
+    const index_t lanes = threads > p.pairs ? threads / p.pairs : 1;
+    for (index_t j = thread; j < p.pairs * lanes; j += threads) {
+      const index_t i = j % p.pairs, lane = j / p.pairs;
+      const index_t fa = p.offset + (p.style == rope_style::interleaved ? 2 * i : i);
+      const index_t fb = p.offset + (p.style == rope_style::interleaved ? 2 * i + 1 : i + p.pairs);
+      A c, s;
+      p.src.cos_sin(pos, n, l, i, p.sign, p.variant[k], c, s);
+      for (index_t h = lane; h < heads; h += lanes) {
         const A a = load<A>(in.at(n, l, h, fa)), b = load<A>(in.at(n, l, h, fb));
         A ra, rb;
         math::rotate_pair(a, b, c, s, ra, rb);
         store(out.at(n, l, h, fa), ra);
         store(out.at(n, l, h, fb), rb);
-      } else {
-        // Out of place: feature f outside [offset, offset + 2 pairs) is copied.
-        index_t f = i - p.pairs;
-        if (f >= p.offset) f += 2 * p.pairs;
-        store(out.at(n, l, h, f), load<A>(in.at(n, l, h, f)));
       }
+    }
+    // Out of place: the features outside [offset, offset + 2 pairs) are copied.
+    if (static_cast<const void*>(in.data) == static_cast<const void*>(out.data)) continue;
+    const index_t rest = in.extent[3] - 2 * p.pairs;
+    for (index_t j = thread; j < heads * rest; j += threads) {
+      const index_t h = j / rest;
+      index_t f = j % rest;
+      if (f >= p.offset) f += 2 * p.pairs;
+      store(out.at(n, l, h, f), load<A>(in.at(n, l, h, f)));
     }
   }
 }
