@@ -30,16 +30,7 @@ struct cli_result {
   std::string err;
 };
 
-std::string work_dir() {
-  static const std::string dir = [] {
-    std::string d = ::testing::TempDir() + "posenc_cli_test_" + std::to_string(::getpid());
-    std::system(("mkdir -p '" + d + "'").c_str());
-    return d;
-  }();
-  return dir;
-}
-
-std::string path(const std::string& name) { return work_dir() + "/" + name; }
+std::string path(const std::string& name) { return scratch_path(name); }
 
 bool exists(const std::string& p) { return std::ifstream(p).good(); }
 

@@ -21,6 +21,8 @@
 #include <posenc/mrope.hpp>
 #include <posenc/rope_params.hpp>
 
+#include "scratch.hpp"
+
 #ifndef POSENC_HF_DATA_DIR
 #define POSENC_HF_DATA_DIR "tests/data/hf"  // the build defines this as an absolute path
 #endif
@@ -551,7 +553,7 @@ TEST(HfConfigErrors, BadValues) {
 TEST(HfConfigErrors, FileErrors) {
   expect_contains(error_of([] { posenc::rope_config_from_hf_file(data("no_such_config.json")); }),
                   {"posenc::rope_config_from_hf_file: cannot open path=\"", "no_such_config.json\""});
-  const std::string path = ::testing::TempDir() + "posenc_hf_config_not_json.json";
+  const std::string path = posenc_test::scratch_path("not_json.json");
   {
     std::ofstream out(path);
     out << "{\"head_dim\": 64,";
@@ -575,7 +577,7 @@ TEST(HfConfigTry, StatusFormsCarryTheSameMessage) {
   EXPECT_EQ(error_of([&] { posenc::rope_config_from_hf(bad); }), s.message());
 
   EXPECT_EQ(posenc::try_rope_config_from_hf_file(data("no_such_config.json"), info).code(), posenc::errc::io_error);
-  const std::string path = ::testing::TempDir() + "posenc_hf_config_try_not_json.json";
+  const std::string path = posenc_test::scratch_path("try_not_json.json");
   {
     std::ofstream out(path);
     out << "[1, 2";

@@ -22,15 +22,14 @@
 #include <posenc/io/npy_tensors.hpp>
 #include <posenc/relative_bias.hpp>
 
+#include "scratch.hpp"
+
 namespace {
 
 using posenc::index_t;
 using bytes_t = std::vector<unsigned char>;
 
-// CTest runs each test in its own process, in parallel: names carry the process id so they never collide.
-std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "posenc_npy_test_" + std::to_string(::getpid()) + "_" + name;
-}
+std::string temp_path(const std::string& name) { return posenc_test::scratch_path(name); }
 
 bool file_exists(const std::string& p) { return static_cast<bool>(std::ifstream(p, std::ios::binary)); }
 

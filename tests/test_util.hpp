@@ -17,6 +17,7 @@
 #include <posenc/posenc.hpp>
 
 #include "golden.hpp"
+#include "scratch.hpp"
 
 namespace posenc_test {
 
