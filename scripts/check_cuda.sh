@@ -22,7 +22,8 @@ start=$SECONDS
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON -DPOSENC_BUILD_TESTS=ON -DPOSENC_BUILD_EXAMPLES=ON \
   -DPOSENC_BUILD_BENCHMARKS=ON -DPOSENC_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc"
 cmake --build "$build" --target posenc_cuda_tests posenc_cuda_bench cuda_attention_step -j "$(nproc)"
-ctest --test-dir "$build" -R '^(cuda\.|example\.cuda_)' --output-on-failure -j "$(nproc)"
+ctest --test-dir "$build" -R '^(cuda\.|example\.cuda_)' --output-on-failure -j "$(nproc)" --output-junit "$(realpath -m "$build")/ctest.xml"
+/usr/bin/python3 scripts/check_skips.py "$build/ctest.xml" cuda
 # A benchmark row that fails reports "ERROR OCCURRED" and the binary still exits 0: look for it.
 bench_out=$("$build/bench/posenc_cuda_bench" --benchmark_min_time=0.01)
 echo "$bench_out"

@@ -1,29 +1,54 @@
 #!/usr/bin/env bash
 # Builds and runs every posenc test on a fresh Debian 12 machine: installs what is missing, then configures,
-# builds (warnings are errors) and runs CTest with clang++ (plus the AVX2/AVX-512 ops emulated through
-# SIMDe) and with g++ (which also builds the benchmarks), then cross-builds the test binary for AArch64 and
-# runs its NEON suites under qemu-user.
-# Every golden suite runs once per ISA this CPU supports; the ISAs it lacks are reported skipped by name.
+# builds (warnings are errors) and runs CTest under AddressSanitizer + UndefinedBehaviorSanitizer with clang++
+# (plus the AVX2/AVX-512 ops emulated through SIMDe, and the separately compiled kernels) and with g++ (which
+# also builds the benchmarks); runs the concurrent tests under ThreadSanitizer (clang++); then cross-builds the
+# test binary for AArch64 and runs its NEON suites under qemu-user.
+# Every golden suite runs once per ISA this CPU supports; the ISAs it lacks are reported skipped by name. A
+# skip for any reason not on the documented list fails the job (scripts/check_skips.py).
 # Usage: bash scripts/run_tests.sh [build-dir-prefix]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh clang libsimde-dev libbenchmark-dev
+bash scripts/install_deps.sh clang libclang-rt-14-dev libsimde-dev libbenchmark-dev
 prefix=${1:-build/tests}
+# allocator_may_return_null: the tests ask for impossible sizes on purpose and expect out_of_memory statuses,
+# which ASan's allocator would otherwise turn into a report. Every sanitizer finding fails the test.
+export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+# CTest over a build tree, then the skip policy.
+run_ctest() {
+  local build=$1 job=$2
+  shift 2
+  ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --output-junit "$(realpath -m "$build")/ctest.xml" "$@"
+  /usr/bin/python3 scripts/check_skips.py "$build/ctest.xml" "$job"
+}
+
 for cxx in clang++ g++; do
   build="$prefix-$cxx"
   # clang builds the emulated binary, g++ the benchmarks (built, not run: they are not tests).
   # clang also builds posenc_tests against the separately compiled kernels (posenc::separate), g++ header-only.
   emulation=OFF bench=ON separate=OFF
   [ "$cxx" = clang++ ] && emulation=ON bench=OFF separate=ON
-  echo "== $cxx: $build"
+  echo "== $cxx (ASan + UBSan): $build"
   start=$SECONDS
   CXX=$cxx cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON -DPOSENC_BUILD_TESTS=ON \
     -DPOSENC_BUILD_EXAMPLES=ON -DPOSENC_TEST_EMULATION=$emulation -DPOSENC_BUILD_BENCHMARKS=$bench \
-    -DPOSENC_TEST_SEPARATE_COMPILATION=$separate
+    -DPOSENC_TEST_SEPARATE_COMPILATION=$separate -DPOSENC_SANITIZE=address,undefined
   cmake --build "$build" -j "$(nproc)"
-  ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+  run_ctest "$build" "$cxx"
   echo "== $cxx: $((SECONDS - start)) s"
 done
+
+echo "== clang++ (TSan, concurrent tests): $prefix-tsan"
+start=$SECONDS
+CXX=clang++ cmake -S . -B "$prefix-tsan" -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON -DPOSENC_BUILD_TESTS=ON \
+  -DPOSENC_BUILD_EXAMPLES=OFF -DPOSENC_INSTALL=OFF -DPOSENC_SANITIZE=thread
+cmake --build "$prefix-tsan" -j "$(nproc)" --target posenc_thread_tests
+run_ctest "$prefix-tsan" tsan -R '^tsan\.'
+echo "== tsan: $((SECONDS - start)) s"
+
 echo "== aarch64 (cross build, qemu-user): $prefix-aarch64"
 start=$SECONDS
 bash scripts/cross_aarch64.sh "$prefix-aarch64"

@@ -2,9 +2,11 @@
 // sub-view with the matching slice of its positions and run concurrently on its own thread, equals the whole
 // call bit for bit; once per ISA. And the slicing API's own checks.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -214,6 +216,71 @@ TEST_P(ThreadRanges, AlibiSinusoidalLearnedAndT5) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, ThreadRanges, ::testing::ValuesIn(all_isas()), isa_only_name);
+
+// An engine's worker threads: each applies RoPE (one shared plan and one shared cache), xPos (a shared plan),
+// ALiBi, the sinusoidal encoding and a shared learned table to buffers of its own, all released at once, so
+// the first posenc calls of the process (the ISA choice) race too; every thread's result equals the same
+// calls made afterwards on one thread, bit for bit. The ThreadSanitizer job of scripts/run_tests.sh runs this
+// file (posenc_thread_tests) with -fsanitize=thread.
+TEST(SharedObjects, ConcurrentCallsEqualSerialCalls) {
+  const index_t N = 2, L = 17, H = 4, D = 64, LK = 33, DM = 48;
+  posenc::rope_config rc;
+  rc.head_dim = D;
+  rc.scaling = posenc::rope_scaling::yarn(4.0, 1024);
+  const auto plan = posenc::make_rope_plan(rc);
+  const posenc::rope_cache<float> cache(plan, 4096);
+  posenc::xpos_config xc;
+  xc.head_dim = D;
+  const posenc::xpos_plan xp(xc);
+  posenc::alibi_config ac;
+  ac.num_heads = H;
+  const posenc::sinusoidal_config sc{DM, 10000.0, posenc::sinusoidal_layout::interleaved, std::nullopt};
+  posenc::learned_config lc;
+  lc.max_positions = 4096;
+  lc.dim = DM;
+  posenc::learned_position_embedding<float> emb(lc);
+  emb.init_normal(5);
+
+  struct work {
+    std::vector<float> q, k, x, scores, h, e;
+  };
+  const auto run = [&](work& w, int t) {
+    const auto pos = posenc::positions::offset(100 * t);
+    posenc::apply_rope(cache, posenc::strided_view<float, 4>(w.q.data(), {N, L, H, D}), pos);
+    posenc::apply_rope(plan, posenc::strided_view<float, 4>(w.k.data(), {N, L, H, D}), pos);
+    posenc::apply_xpos(xp, posenc::strided_view<float, 4>(w.x.data(), {N, L, H, D}), pos, 100 * t, posenc::xpos_mode::upscale);
+    posenc::add_alibi_bias(ac, posenc::strided_view<float, 4>(w.scores.data(), {N, H, L, LK}), posenc::positions::offset(LK - L),
+                           posenc::alibi_mask::causal);
+    posenc::add_sinusoidal(posenc::strided_view<float, 3>(w.h.data(), {N, L, DM}), sc, pos);
+    emb.forward(posenc::strided_view<float, 3>(w.e.data(), {N, L, DM}), pos);
+  };
+  const auto fresh = [&](int t) {
+    const auto seed = static_cast<unsigned>(t);
+    return work{random_values<float>(static_cast<std::size_t>(N * L * H * D), 10 + seed),
+                random_values<float>(static_cast<std::size_t>(N * L * H * D), 20 + seed),
+                random_values<float>(static_cast<std::size_t>(N * L * H * D), 30 + seed),
+                random_values<float>(static_cast<std::size_t>(N * H * L * LK), 40 + seed),
+                random_values<float>(static_cast<std::size_t>(N * L * DM), 50 + seed),
+                random_values<float>(static_cast<std::size_t>(N * L * DM), 60 + seed)};
+  };
+  constexpr int threads = 4, rounds = 3;
+  std::vector<work> concurrent;
+  for (int t = 0; t < threads; ++t) concurrent.push_back(fresh(t));
+  std::atomic<int> ready{0};
+  in_parallel(threads, [&](int t) {
+    ready.fetch_add(1);
+    while (ready.load() < threads) std::this_thread::yield();  // all start together
+    for (int r = 0; r < rounds; ++r) run(concurrent[static_cast<std::size_t>(t)], t);
+  });
+  for (int t = 0; t < threads; ++t) {
+    work serial = fresh(t);
+    for (int r = 0; r < rounds; ++r) run(serial, t);
+    const work& c = concurrent[static_cast<std::size_t>(t)];
+    EXPECT_TRUE(same_bytes(c.q, serial.q) && same_bytes(c.k, serial.k) && same_bytes(c.x, serial.x) &&
+                same_bytes(c.scores, serial.scores) && same_bytes(c.h, serial.h) && same_bytes(c.e, serial.e))
+        << "thread " << t;
+  }
+}
 
 TEST(Slicing, RangesAreChecked) {
   std::vector<float> b(2 * 3 * 4);

@@ -157,7 +157,7 @@ class rope_plan {
   rope_plan() = default;
 
   /// A plan from explicit frequencies (R/2 of them): for variants the named scalings do not cover.
-  /// Throws argument_error unless head_dim > 0, inv_freq is non-empty and finite, the window
+  /// Throws argument_error unless head_dim > 0, inv_freq is non-empty with every |w| <= 2^960, the window
   /// [rotary_offset, rotary_offset + 2*inv_freq.size()) fits the head, and magnitude/logit_scale are finite > 0.
   rope_plan(index_t head_dim, std::vector<double> inv_freq, rope_style style, index_t rotary_offset = 0,
             double magnitude = 1.0, double logit_scale = 1.0) {
@@ -198,8 +198,11 @@ class rope_plan {
     if (head_dim <= 0) return detail::fail(fn, "head_dim=", head_dim, " must be > 0");
     if (inv_freq.empty()) return detail::fail(fn, "inv_freq is empty (rotary_dim=0)");
     POSENC_TRY(detail::check_window(fn, head_dim, static_cast<index_t>(2 * inv_freq.size()), rotary_offset));
+    // |w| <= 2^960 keeps p * w finite for every position p < 2^63, so no angle is ever infinite (a scaling factor
+    // like 1e-300 would otherwise give sin(inf) = NaN far into a sequence).
     for (std::size_t i = 0; i < inv_freq.size(); ++i)
-      if (!std::isfinite(inv_freq[i])) return detail::fail(fn, "inv_freq[", i, "]=", inv_freq[i], " is not finite");
+      if (!(std::fabs(inv_freq[i]) <= 0x1p960))
+        return detail::fail(fn, "inv_freq[", i, "]=", inv_freq[i], " is not finite or above 2^960 (p * w must stay finite)");
     if (!(std::isfinite(magnitude) && magnitude > 0.0))
       return detail::fail(fn, "magnitude=", magnitude, " must be finite and > 0");
     if (!(std::isfinite(logit_scale) && logit_scale > 0.0))

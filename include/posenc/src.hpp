@@ -30,6 +30,8 @@
 
 // X-macros over the canonical storage types: M(T, args...) for each. Two copies, because a macro cannot
 // expand itself (pairs of types nest one inside the other).
+// The macro arguments below are types and template arguments, which cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define POSENC_EACH_STORAGE_A(M, ...) \
   M(float, __VA_ARGS__) M(double, __VA_ARGS__) M(f16_storage, __VA_ARGS__) M(bf16_storage, __VA_ARGS__)
 #define POSENC_EACH_STORAGE_B(M, ...) \
@@ -119,6 +121,7 @@ POSENC_EACH_STORAGE_A(POSENC_INST_CONVERT, 0)
 
 }  // namespace detail
 POSENC_END_NAMESPACE
+// NOLINTEND(bugprone-macro-parentheses)
 
 #undef POSENC_EACH_STORAGE_A
 #undef POSENC_EACH_STORAGE_B

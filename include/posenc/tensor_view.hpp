@@ -77,8 +77,12 @@ class strided_view {
     for (index_t e : extents_) n *= e;
     return n;
   }
-  /// True when some extent is 0.
-  bool empty() const { return size() == 0; }
+  /// True when some extent is 0 (without forming the size, which may overflow for a view not yet checked).
+  bool empty() const {
+    for (index_t e : extents_)
+      if (e == 0) return true;
+    return false;
+  }
 
   /// Elements from data() to one past the last addressed element (std::mdspan's required_span_size).
   index_t required_span_size() const {

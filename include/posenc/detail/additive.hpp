@@ -65,10 +65,6 @@ status check_add_target(const char* fn, const char* in_name, const char* out_nam
   return {};
 }
 
-/// The out_of_memory status of guard_alloc, for a size past a vector's max_size() (where std::vector would
-/// throw std::length_error, which must not leave a noexcept try_ form).
-inline status out_of_memory(const char* fn) { return fail_with(errc::out_of_memory, fn, "out of memory"); }
-
 /// Inverted dropout (Srivastava et al. 2014; PyTorch `nn.Dropout`): an element is kept with probability
 /// 1 - p and then scaled by 1/(1 - p). One draw per element: dropped iff uniform01(rng) < p.
 struct dropout_draw {

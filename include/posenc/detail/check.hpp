@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
@@ -26,7 +27,22 @@ status check_view(const char* fn, const char* name, const strided_view<T, R>& v,
     if (output && !v.empty() && v.stride(d) == 0 && v.extent(d) > 1)
       return fail(fn, name, ".stride(", d, ")=0 with extent ", v.extent(d), " writes one element several times");
   }
-  if (!v.empty() && v.data() == nullptr) return fail(fn, name, " is null");
+  if (v.empty()) return {};
+  if (v.data() == nullptr) return fail(fn, name, " is null");
+  // The element count and the byte span must be representable: a view whose size overflows is rejected before
+  // anything is read, written or allocated for it.
+  constexpr index_t big = std::numeric_limits<index_t>::max();
+  index_t span = 1, count = 1;
+  for (std::size_t d = 0; d < R; ++d) {
+    const index_t e = v.extent(d), s = v.stride(d);
+    if (e > big / count) return fail(fn, name, " has more than 2^63 - 1 elements (extent(", d, ")=", e, ")");
+    count *= e;
+    if (s != 0 && e - 1 > (big - span) / s)
+      return fail(fn, name, " spans more than 2^63 - 1 elements (extent(", d, ")=", e, ", stride ", s, ")");
+    span += (e - 1) * s;
+  }
+  if (span > big / static_cast<index_t>(sizeof(T)))
+    return fail(fn, name, " spans ", span, " elements of ", sizeof(T), " bytes: more than 2^63 - 1 bytes");
   return {};
 }
 

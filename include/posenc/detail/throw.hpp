@@ -31,6 +31,8 @@ class message_builder {
   message_builder() = default;
   message_builder(const message_builder&) = delete;
   message_builder& operator=(const message_builder&) = delete;
+  message_builder(message_builder&&) = delete;
+  message_builder& operator=(message_builder&&) = delete;
   ~message_builder() { std::free(buf_); }
 
   void append(const char* s, std::size_t n) noexcept {
@@ -136,6 +138,10 @@ template <class... Parts>
   raise(make_status(errc::invalid_argument, function, parts...));
 }
 
+/// The status of an allocation that failed inside `function` (guard_alloc's, and a size past a vector's
+/// max_size(), where std::vector would throw std::length_error, which must not leave a noexcept try_ form).
+inline status out_of_memory(const char* function) { return make_status(errc::out_of_memory, function, "out of memory"); }
+
 /// Runs a build step that allocates, for a try_ form: std::bad_alloc becomes an out_of_memory status instead of
 /// escaping a noexcept function.
 template <class F>
@@ -144,7 +150,7 @@ status guard_alloc(const char* function, F&& f) noexcept {
   try {
     return std::forward<F>(f)();
   } catch (const std::bad_alloc&) {
-    return make_status(errc::out_of_memory, function, "out of memory");
+    return out_of_memory(function);
   }
 #else
   (void)function;

@@ -84,7 +84,7 @@ inline std::optional<std::int64_t> bits_to_int(gguf_type t, std::uint64_t bits) 
       if (bits > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
       return static_cast<std::int64_t>(bits);
     case gguf_type::int64: {
-      std::int64_t v;
+      std::int64_t v = 0;
       std::memcpy(&v, &bits, sizeof v);  // two's complement reinterpretation, defined for memcpy
       return v;
     }
@@ -96,12 +96,12 @@ inline std::optional<std::int64_t> bits_to_int(gguf_type t, std::uint64_t bits) 
 inline std::optional<double> bits_to_double(gguf_type t, std::uint64_t bits) noexcept {
   if (t == gguf_type::float32) {
     const auto b = static_cast<std::uint32_t>(bits);
-    float f;
+    float f = 0;
     std::memcpy(&f, &b, sizeof f);
     return static_cast<double>(f);
   }
   if (t == gguf_type::float64) {
-    double d;
+    double d = 0;
     std::memcpy(&d, &bits, sizeof d);
     return d;
   }

@@ -340,10 +340,13 @@ inline status parse(const json& root, const hf_options& opt, hf_rope_info& resul
 template <class F>
 status guarded(const char* function, F&& f) noexcept {
 #if POSENC_HAS_EXCEPTIONS
+  // Both kinds in one try: a JSON error must not pass through guard_alloc, whose noexcept would terminate.
   try {
-    return guard_alloc(function, std::forward<F>(f));
+    return std::forward<F>(f)();
   } catch (const nlohmann::json::exception& e) {
     return fail(function, "JSON error: ", e.what());
+  } catch (const std::bad_alloc&) {
+    return out_of_memory(function);
   }
 #else
   return guard_alloc(function, std::forward<F>(f));

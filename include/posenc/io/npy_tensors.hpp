@@ -215,8 +215,8 @@ status try_write_npy(const std::string& path, const Eigen::Tensor<S, R, Eigen::R
                      int version = 0) noexcept {
   static_assert(detail::npy_dtype_of<S>() != nullptr, "posenc::write_npy: float, double, Eigen::half, int32 or int64 tensors");
   return detail::guard_alloc("write_npy", [&]() -> status {
-    std::vector<index_t> shape;
-    for (int d = 0; d < R; ++d) shape.push_back(static_cast<index_t>(t.dimension(d)));
+    std::vector<index_t> shape(static_cast<std::size_t>(R));
+    for (int d = 0; d < R; ++d) shape[static_cast<std::size_t>(d)] = static_cast<index_t>(t.dimension(d));
     return try_write_npy(path, detail::npy_dtype_of<S>(), shape, t.data(), version);
   });
 }

@@ -120,7 +120,7 @@ status read_factor_tensor(Source& src, const gguf_tensor_info& t, index_t pairs,
   out.resize(static_cast<std::size_t>(pairs));
   for (std::size_t i = 0; i < out.size(); ++i) {
     const auto bits = static_cast<std::uint32_t>(load_le(raw.data() + 4 * i, 4));
-    float f;
+    float f = 0;
     std::memcpy(&f, &bits, sizeof f);
     out[i] = static_cast<double>(f);
   }

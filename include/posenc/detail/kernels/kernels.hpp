@@ -9,6 +9,13 @@
 // foreach_target.h): written once, compiled per instruction set, never sharing a symbol across targets.
 #pragma once
 
+// The kernels rely on IEEE arithmetic as written: the sincos range reduction subtracts k*pi/2 in exact parts,
+// round-to-nearest uses the 1.5*2^52 trick, and the 16-bit and 8-bit conversions round to nearest even.
+// -ffast-math (-Ofast) may reassociate these into wrong results; refuse it.
+#if defined(__FAST_MATH__)
+#error "posenc: the kernels depend on IEEE rounding (exact range reduction, round-to-nearest-even); this translation unit is built with -ffast-math (or -Ofast): build it without"
+#endif
+
 #include <array>
 #include <cmath>
 #include <cstddef>

@@ -206,6 +206,9 @@ inline constexpr index_t polar_anchor_period = 16;
 /// position last + 1 inside an anchor period, the previous values rotated by w_i (angle addition: four FMAs per
 /// pair instead of a sincos); elsewhere the anchor's sincos and the rotations up to p. A prefill walks
 /// consecutive positions, so it pays one sincos per pair every 16 tokens.
+// The arrays are written before they are read (valid, have_step say which hold values); zeroing 4 KiB on
+// every call would cost the one-token decode path.
+// NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init)
 struct polar_stepper {
   alignas(64) double c[rope_chunk];
   alignas(64) double s[rope_chunk];

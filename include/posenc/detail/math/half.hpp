@@ -15,12 +15,12 @@ POSENC_BEGIN_NAMESPACE
 namespace detail::math {
 
 POSENC_HOST_DEVICE inline std::uint32_t float_bits(float f) {
-  std::uint32_t u;
+  std::uint32_t u = 0;
   std::memcpy(&u, &f, sizeof u);
   return u;
 }
 POSENC_HOST_DEVICE inline float bits_float(std::uint32_t u) {
-  float f;
+  float f = 0;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }

@@ -40,6 +40,10 @@
 // (which may turn x / 127.0f into x * (1 / 127.0f)).
 #pragma once
 
+#if defined(__FAST_MATH__)
+#error "posenc: int8/fp8 quantisation rounds half to even and saturates by IEEE rules; this translation unit is built with -ffast-math (or -Ofast): build it without"
+#endif
+
 #include <cstdint>
 #include <cstring>
 
@@ -68,12 +72,12 @@ constexpr std::uint8_t e4m3_nan_code = 0x7f;
 constexpr std::uint8_t e5m2_nan_code = 0x7e;
 
 POSENC_HOST_DEVICE inline std::uint32_t quant_bits_of(float f) {
-  std::uint32_t u;
+  std::uint32_t u = 0;
   std::memcpy(&u, &f, sizeof u);
   return u;
 }
 POSENC_HOST_DEVICE inline float quant_float_of(std::uint32_t u) {
-  float f;
+  float f = 0;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
@@ -117,7 +121,7 @@ POSENC_HOST_DEVICE inline std::uint8_t float_to_fp8(float v) {
   const std::uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<std::uint8_t>(NanCode | sign);
   constexpr std::uint32_t min_normal = (128u - Bias) << 23;  // 2^(1 - Bias) as a float32 pattern
-  std::uint32_t r;
+  std::uint32_t r = 0;
   if (a >= min_normal) {
     // Normal in the format: round the pattern to Man mantissa bits, nearest even (a carry out of the mantissa
     // moves into the exponent, which is right), then rebias 127 -> Bias.

@@ -5,6 +5,13 @@
 // `_relative_position_bucket`, Hugging Face `T5Attention._relative_position_bucket`), bit for bit.
 #pragma once
 
+// The bucket of a distance is floor(log(d / e) / log(M / e) * (nb - e)) in IEEE float32 and double, exactly as
+// the reference rounds it; -ffast-math (-Ofast) lets the compiler reorder and contract that arithmetic, which
+// moves distances across bucket boundaries. Refuse such a build rather than return other buckets.
+#if defined(__FAST_MATH__)
+#error "posenc: T5 relative-position buckets depend on IEEE rounding; this translation unit is built with -ffast-math (or -Ofast): build it without"
+#endif
+
 #include <cmath>
 #include <cstdint>
 
@@ -39,11 +46,12 @@ struct t5_bucketer {
   /// Preconditions (checked by the public entries): num_buckets / (bidirectional ? 2 : 1) >= 2,
   /// max_distance > e.
   t5_bucketer(bool bidir, std::int64_t num_buckets, std::int64_t max_distance)
-      : nb(bidir ? num_buckets / 2 : num_buckets), exact(nb / 2), bidirectional(bidir) {
-    exact_f = static_cast<float>(exact);
-    log_ratio = static_cast<float>(std::log(static_cast<double>(max_distance) / static_cast<double>(exact)));
-    span = static_cast<float>(nb - exact);
-  }
+      : nb(bidir ? num_buckets / 2 : num_buckets),
+        exact(nb / 2),
+        bidirectional(bidir),
+        exact_f(static_cast<float>(exact)),
+        log_ratio(static_cast<float>(std::log(static_cast<double>(max_distance) / static_cast<double>(exact)))),
+        span(static_cast<float>(nb - exact)) {}
 
   POSENC_HOST_DEVICE std::int64_t operator()(std::int64_t r) const {
     std::int64_t base = 0;

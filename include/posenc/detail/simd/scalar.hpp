@@ -49,15 +49,15 @@ inline vec<A, scalar> load_dup_pairs(lanes<A, scalar>, const A* p) {
   return {*p};
 }
 inline vec<float, scalar> load_u16_bits(lanes<float, scalar>, const void* p) {
-  std::uint16_t h;
+  std::uint16_t h = 0;
   std::memcpy(&h, p, sizeof h);
   const std::uint32_t w = h;
-  float f;
+  float f = 0;
   std::memcpy(&f, &w, sizeof f);
   return {f};
 }
 inline void store_u16_bits(vec<float, scalar> x, void* p) {
-  std::uint32_t w;
+  std::uint32_t w = 0;
   std::memcpy(&w, &x.v, sizeof w);
   const auto h = static_cast<std::uint16_t>(w);
   std::memcpy(p, &h, sizeof h);
@@ -124,12 +124,12 @@ inline vec<A, scalar> unzip_odd(vec<A, scalar>, vec<A, scalar> b) {
 // ---- bits of double lanes --------------------------------------------------------------------------------
 
 inline std::uint64_t bits_of(double x) {
-  std::uint64_t u;
+  std::uint64_t u = 0;
   std::memcpy(&u, &x, sizeof u);
   return u;
 }
 inline double double_of(std::uint64_t u) {
-  double x;
+  double x = 0;
   std::memcpy(&x, &u, sizeof x);
   return x;
 }
