@@ -7,7 +7,8 @@ posenc accepts (README, "What CI verifies"):
 
   - an instruction set this CPU lacks: GTEST_SKIP "the CPU lacks <isa>" (tests/test_util.hpp);
   - no CUDA device: the device suites and the CUDA example ("no CUDA device (...)");
-  - the one CUDA test that needs a machine without a device (the launch-failure path).
+  - the one CUDA test that needs a machine without a device (the launch-failure path);
+  - (pytest, checked by scripts/check_python.sh) the Python package's PyTorch test where PyTorch is not installed.
 
 Usage: check_skips.py CTEST_JUNIT.xml [JOB-NAME]   (ctest --output-junit writes the file)
 """

@@ -2,8 +2,9 @@
 # Builds and runs every posenc test on a fresh Debian 12 machine: installs what is missing, then configures,
 # builds (warnings are errors) and runs CTest under AddressSanitizer + UndefinedBehaviorSanitizer with clang++
 # (plus the AVX2/AVX-512 ops emulated through SIMDe, and the separately compiled kernels) and with g++ (which
-# also builds the benchmarks); runs the concurrent tests under ThreadSanitizer (clang++); then cross-builds the
-# test binary for AArch64 and runs its NEON suites under qemu-user.
+# also builds the benchmarks); runs the concurrent tests under ThreadSanitizer (clang++); builds the Python
+# package and runs its tests (scripts/check_python.sh); then cross-builds the test binary for AArch64 and runs its
+# NEON suites under qemu-user.
 # Every golden suite runs once per ISA this CPU supports; the ISAs it lacks are reported skipped by name. A
 # skip for any reason not on the documented list fails the job (scripts/check_skips.py).
 # Usage: bash scripts/run_tests.sh [build-dir-prefix]
@@ -48,6 +49,11 @@ CXX=clang++ cmake -S . -B "$prefix-tsan" -DCMAKE_BUILD_TYPE=Release -DPOSENC_WER
 cmake --build "$prefix-tsan" -j "$(nproc)" --target posenc_thread_tests
 run_ctest "$prefix-tsan" tsan -R '^tsan\.'
 echo "== tsan: $((SECONDS - start)) s"
+
+echo "== python (pip install ./python, pytest, wheel): $prefix-python"
+start=$SECONDS
+bash scripts/check_python.sh "$prefix-python"
+echo "== python: $((SECONDS - start)) s"
 
 echo "== aarch64 (cross build, qemu-user): $prefix-aarch64"
 start=$SECONDS

@@ -536,15 +536,15 @@ void check_empty_is_noop(const std::array<index_t, 4>& shape) {
   posenc::strided_view<float, 4> v(buf.data(), shape);
   posenc::strided_view<float, 4> o(out.data(), shape);
   posenc::strided_view<float, 4> null_view(nullptr, shape);
-  const std::int64_t big = 1000;
+  const std::int64_t big[3] = {1000, 1000, 1000};  // one offset per sequence (N <= 3 here)
   const std::string what = "shape (" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + ", " +
                            std::to_string(shape[2]) + ", " + std::to_string(shape[3]) + ")";
   EXPECT_NO_THROW(posenc::apply_rope(plan, v, posenc::positions::offset(3))) << what;
   EXPECT_NO_THROW(posenc::apply_rope(plan, null_view, posenc::positions::offset(3))) << what;
   EXPECT_NO_THROW(posenc::apply_rope(cache, v, posenc::positions::offset(100))) << what;  // past the cache, no token
   EXPECT_NO_THROW(posenc::apply_rope(plan, posenc::strided_view<const float, 4>(v), o, posenc::positions::offset(0))) << what;
-  EXPECT_NO_THROW(posenc::apply_rope_qk(plan, v, o, posenc::positions::per_sequence(&big, shape[0]))) << what;
-  EXPECT_NO_THROW(posenc::apply_rope_backward(plan, v, posenc::positions::per_token(&big, shape[0], shape[1]))) << what;
+  EXPECT_NO_THROW(posenc::apply_rope_qk(plan, v, o, posenc::positions::per_sequence(big, shape[0]))) << what;
+  EXPECT_NO_THROW(posenc::apply_rope_backward(plan, v, posenc::positions::per_token(big, shape[0], shape[1]))) << what;
   posenc::xpos_config xc;
   xc.head_dim = 8;
   EXPECT_NO_THROW(posenc::apply_xpos(posenc::xpos_plan(xc), v, posenc::positions::offset(0), 0, posenc::xpos_mode::upscale))

@@ -66,7 +66,9 @@ void t5_rows(target, std::bool_constant<Add>, const C* table, index_t heads, con
           // INT64_MAX) is still in it.
           const index_t hi_n = first[b + 1];  // exclusive distance bound
           const index_t j0 = (b == runs.nb - 1 || hi_n > q) ? 0 : q - hi_n + 1;
-          const index_t j1 = first[b] > q ? 0 : (q - first[b] + 1 < past_end ? q - first[b] + 1 : past_end);
+          // (q - first[b] < past_end - 1: the same test as q - first[b] + 1 < past_end without overflowing at
+          // q = INT64_MAX.)
+          const index_t j1 = first[b] > q ? 0 : (q - first[b] < past_end - 1 ? q - first[b] + 1 : past_end);
           if (j0 < j1) t5_span<Add>(row, sk, j0, j1, table[b * heads + h]);
         }
         if (past_end >= lk) continue;

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The Python package (python/): builds it with pip (scikit-build-core + nanobind from PyPI) into a virtual
+# environment over Debian's python3 (system site packages: numpy and pytest from apt), runs its pytest suite
+# (the C++ golden files, zero-copy and error checks), and builds a wheel. Debian's python3 is named explicitly:
+# the first python3 on PATH may be another interpreter without numpy.
+# Usage: bash scripts/check_python.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh python3-venv python3-dev python3-numpy python3-pytest
+build=${1:-build/python}
+start=$SECONDS
+rm -rf "$build/venv"
+/usr/bin/python3 -m venv --system-site-packages "$build/venv"
+py="$build/venv/bin/python"
+# The kernels compile once in the module (POSENC_SEPARATE_COMPILATION); two jobs on two cores.
+CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$py" -m pip install --quiet ./python
+"$py" -c 'import posenc; print("check_python.sh: posenc", posenc.__version__, "kernels:", posenc.isa())'
+# From outside the source tree, so the installed package (not python/posenc) is what is tested.
+out=$(cd "$build" && "$PWD/venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/python/tests")
+tail -n 4 <<<"$out"
+# The skip policy of scripts/check_skips.py: the one documented skip here is the PyTorch test without PyTorch.
+if grep "^SKIPPED" <<<"$out" | grep -v "PyTorch is not installed"; then
+  echo "check_python.sh: a test skipped for a reason not on the documented list" >&2
+  exit 1
+fi
+"$py" -m pip wheel --quiet --no-deps ./python -w "$build/wheels"
+echo "check_python.sh: ok in $((SECONDS - start)) s ($(ls "$build/wheels"))"
