@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The Python package (python/): builds it with pip (scikit-build-core + nanobind from PyPI) into a virtual
-# environment over Debian's python3 (system site packages: numpy and pytest from apt), runs its pytest suite
-# (the C++ golden files, zero-copy and error checks), and builds a wheel. Debian's python3 is named explicitly:
+# environment over Debian's python3 (system site packages: numpy, pytest and PyTorch 1.13 from apt), runs its
+# pytest suite (the C++ golden files, zero-copy and error checks, PyTorch against the Hugging Face formula in
+# float64), runs the tiny Hugging Face Llama example with transformers 4.46.3 from PyPI (the last release that
+# works with torch 1.13), and builds a wheel. Debian's python3 is named explicitly:
 # the first python3 on PATH may be another interpreter without numpy.
 # Usage: bash scripts/check_python.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh python3-venv python3-dev python3-numpy python3-pytest
+bash scripts/install_deps.sh python3-venv python3-dev python3-numpy python3-pytest python3-torch
 build=${1:-build/python}
 start=$SECONDS
 rm -rf "$build/venv"
@@ -23,5 +25,10 @@ if grep "^SKIPPED" <<<"$out" | grep -v "PyTorch is not installed"; then
   echo "check_python.sh: a test skipped for a reason not on the documented list" >&2
   exit 1
 fi
+# The model example: transformers from PyPI; where it cannot be installed the example says "skipped" by name.
+"$py" -m pip install --quiet "transformers==4.46.3" || echo "check_python.sh: transformers 4.46.3 could not be installed"
+example=$("$py" python/examples/hf_llama.py)
+echo "$example"
+grep -qE "^posenc == HF at short positions, closer to float64 past 100k$|^hf_llama.py: skipped: " <<<"$example"
 "$py" -m pip wheel --quiet --no-deps ./python -w "$build/wheels"
 echo "check_python.sh: ok in $((SECONDS - start)) s ($(ls "$build/wheels"))"

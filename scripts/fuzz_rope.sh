@@ -20,5 +20,5 @@ if grep -qE "rope_diff_fuzz: |ERROR: |SUMMARY: |crash-|leak-|timeout-|oom-" "$ou
   echo "fuzz_rope.sh: the fuzzer found a problem (see $out/fuzz.log)" >&2
   exit 1
 fi
-isas=$(for i in avx2 avx512f asimd; do grep -qw "$i" /proc/cpuinfo && printf ' %s' "$i"; done)
+isas=$(for i in avx2 avx512f asimd; do if grep -qw "$i" /proc/cpuinfo; then printf ' %s' "$i"; fi; done)
 echo "fuzz_rope.sh: no finding in ${seconds}s (vector paths compared with scalar on this CPU:${isas:- none})"
