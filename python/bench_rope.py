@@ -171,14 +171,25 @@ def main() -> None:
         record(f"posenc {name}, out=x (in place)", lambda s=src, b=buf: posenc.apply_rope(b, s, out=b),
                posenc.apply_rope(x.copy(), src, out=None))
 
+    # --- posenc on the torch tensor itself (DLPack, zero-copy), against torch eager
+    if torch_threads is not None:
+        xt_plan = torch.from_numpy(x.copy())
+        xt_cache = torch.from_numpy(x.copy())
+        record("posenc plan on a torch tensor, out=x", lambda: posenc.apply_rope(xt_plan, plan, out=xt_plan), None)
+        record("posenc cache<float32> on a torch tensor, out=x",
+               lambda: posenc.apply_rope(xt_cache, cache, out=xt_cache), None)
+
     baseline = rows["numpy HF (apply only)"][0]
+    torch_base = rows.get("torch eager HF (apply only)", (None,))[0]
     width = max(len(k) for k in rows)
     print()
-    print(f"{'variant':<{width}}  {'ms/call':>9}  {'min ms':>8}  {'GB/s':>6}  {'numpy HF / this':>15}  {'max |err|':>9}")
+    print(f"{'variant':<{width}}  {'ms/call':>9}  {'min ms':>8}  {'GB/s':>6}  {'numpy HF / this':>15}  "
+          f"{'torch HF / this' if torch_base else '':>15}  {'max |err|':>9}")
     for name, (med, mn) in rows.items():
         gbs = 2 * x.nbytes / med / 1e9  # one read and one write of the tensor
         err = f"{errors[name]:.1e}" if name in errors else ""
-        print(f"{name:<{width}}  {med * 1e3:9.2f}  {mn * 1e3:8.2f}  {gbs:6.2f}  {baseline / med:14.2f}x  {err:>9}")
+        vs_torch = f"{torch_base / med:14.2f}x" if torch_base else ""
+        print(f"{name:<{width}}  {med * 1e3:9.2f}  {mn * 1e3:8.2f}  {gbs:6.2f}  {baseline / med:14.2f}x  {vs_torch:>15}  {err:>9}")
     worst = max(v for k, v in errors.items() if k.startswith("posenc"))
     print(f"\nmax |err|: against the formula in float64 with exact angles. posenc forms angles in double (within "
           f"{worst:.1e}); the HF formula in float32 forms p * w_i in float32, whose error grows with the position.")

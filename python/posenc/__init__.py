@@ -68,6 +68,7 @@ __all__ = [
     "MropePlan",
     "apply_rope",
     "apply_rope_qk",
+    "rope_append_kv",
     "shift_rope",
     "rerotate_rope",
     "apply_mrope",
@@ -711,6 +712,53 @@ def apply_rope_qk(
     k = _check_array(k, "k", fn, True)
     _C.apply_rope_qk(q, k, _freq(plan, fn), _ids(positions, fn), _int(offset, "offset", fn), _layout(layout))
     return q, k
+
+
+def rope_append_kv(
+    k: Array,
+    v: Array,
+    k_cache: Array,
+    v_cache: Array,
+    plan: Union[RopePlan, RopeCache],
+    *,
+    seq_lens: Optional[Array] = None,
+    slot_mapping: Optional[Array] = None,
+    positions: Positions = None,
+    offset: int = 0,
+    q: Optional[Array] = None,
+    layout: Optional[str] = None,
+) -> None:
+    """RoPE fused with the KV-cache append (posenc::rope_append_kv): the new keys ``k`` are rotated straight into
+    their cache slots and ``v`` is copied next to them, in one pass, rounded once to the caches' dtype (float32
+    k into a float16 cache); with ``q``, q is also rotated in place (rope_qk_append_kv). Nothing is written if
+    any argument is rejected.
+
+    Where the N x L new tokens go, exactly one of:
+      - ``seq_lens`` (int64, shape (N,)): a contiguous cache [B, max_len, Hk, D]; token (n, l) goes to row
+        seq_lens[n] + l of batch row n. Positions default to the same (sequence n continues at seq_lens[n]).
+      - ``slot_mapping`` (int64, shape (N, L) or (N*L,)): vLLM's paged cache [num_blocks, block_size, Hk, D];
+        token (n, l) goes to slot s = slot_mapping[n, l], i.e. row s % block_size of block s // block_size;
+        s = -1 skips the token (padding). Positions must be given (``positions`` or ``offset``).
+
+    k and v share a dtype (q too), and so do the two caches. The caches are 4-D as above; ``layout`` names the
+    layout of q, k and v (default (N, L, H, D))."""
+    fn = "rope_qk_append_kv" if q is not None else "rope_append_kv"
+    if (seq_lens is None) == (slot_mapping is None):
+        raise ValueError(f"posenc.{fn}: give exactly one of seq_lens (contiguous cache) or slot_mapping (paged cache)")
+    k = _check_array(k, "k", fn, False)
+    v = _check_array(v, "v", fn, False)
+    k_cache = _check_array(k_cache, "k_cache", fn, True)
+    v_cache = _check_array(v_cache, "v_cache", fn, True)
+    if q is not None:
+        q = _check_array(q, "q", fn, True)
+    paged = slot_mapping is not None
+    slots = _ids(slot_mapping if paged else seq_lens, fn, "slot_mapping" if paged else "seq_lens", int64_only=True)
+    if not paged and positions is None and offset == 0:
+        positions = slots  # the new tokens continue each sequence
+    _C.rope_append_kv(
+        q, k, v, k_cache, v_cache, _freq(plan, fn), _ids(positions, fn), _int(offset, "offset", fn), slots, paged,
+        _layout(layout),
+    )
 
 
 def shift_rope(
