@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -43,6 +45,13 @@ struct baseline_buffer {
   }
 };
 
+/// The median of v (0 when empty); reorders v.
+inline double median(std::vector<double>& v) {
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 template <class F>
 double time_batch(F& f, int reps) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -52,39 +61,54 @@ double time_batch(F& f, int reps) {
 }
 
 /// Runs `kernel` paired with the baseline over `bytes` bytes (the kernel's read + write traffic halved: an
-/// in-place pass reads and writes each byte once). Batches repeat the call until it takes >= ~200 us, so
-/// one-token calls are timed over many calls; the order alternates (kernel first, then baseline first).
-template <class K>
-void run_paired(benchmark::State& state, std::size_t bytes, K&& kernel) {
+/// in-place pass reads and writes each byte once) and, when given, with `plain`: the loop an engine developer
+/// would write for the same work (plain.hpp), on the same data. Batches repeat the call until it takes >= ~200
+/// us, so one-token calls are timed over many calls; the order of the two or three batches rotates from one
+/// round to the next, so that none always runs first. `vs_baseline` = median of baseline time / kernel time,
+/// `vs_plain` = median of plain time / kernel time (>= 1: posenc at least as fast as the plain loop).
+template <class K, class P>
+void run_paired(benchmark::State& state, std::size_t bytes, K&& kernel, P&& plain) {
+  constexpr bool has_plain = !std::is_same_v<std::decay_t<P>, std::nullptr_t>;
   baseline_buffer base(bytes);
   auto baseline = [&] { base.run(); };
-  // Warm both, then size the batch.
+  auto plain_call = [&] {
+    if constexpr (has_plain) plain();
+  };
+  // Warm each, then size the batch.
   kernel();
   baseline();
+  plain_call();
   int reps = 1;
   while (reps < (1 << 20) && time_batch(kernel, reps) < 2e-4) reps *= 2;
-  std::vector<double> ratios;
+  std::vector<double> ratios, plain_ratios;
   double kernel_seconds = 0.0;
   std::int64_t batches = 0;
+  const int parts = has_plain ? 3 : 2;
   for (auto _ : state) {
-    double tk = 0.0, tb = 0.0;
-    if (batches % 2 == 0) {
-      tk = time_batch(kernel, reps);
-      tb = time_batch(baseline, reps);
-    } else {
-      tb = time_batch(baseline, reps);
-      tk = time_batch(kernel, reps);
+    double t[3] = {0.0, 0.0, 0.0};  // kernel, baseline, plain
+    for (int k = 0; k < parts; ++k) {
+      const int which = static_cast<int>((batches + k) % parts);
+      if (which == 0) t[0] = time_batch(kernel, reps);
+      if (which == 1) t[1] = time_batch(baseline, reps);
+      if (which == 2) t[2] = time_batch(plain_call, reps);
     }
-    ratios.push_back(tb / tk);
-    kernel_seconds += tk;
+    ratios.push_back(t[1] / t[0]);
+    if (has_plain) plain_ratios.push_back(t[2] / t[0]);
+    kernel_seconds += t[0];
     ++batches;
-    state.SetIterationTime(tk);  // one iteration is one batch: Google Benchmark sizes the run in batches
+    state.SetIterationTime(t[0]);  // one iteration is one batch: Google Benchmark sizes the run in batches
   }
-  std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
-  state.counters["vs_baseline"] = ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
+  state.counters["vs_baseline"] = median(ratios);
+  if (has_plain) state.counters["vs_plain"] = median(plain_ratios);
   state.counters["ns_per_call"] = batches > 0 ? kernel_seconds / static_cast<double>(batches * reps) * 1e9 : 0.0;
   state.counters["calls_per_batch"] = reps;
   state.SetBytesProcessed(static_cast<std::int64_t>(2 * bytes) * reps * state.iterations());
+}
+
+/// run_paired without a plain loop (the baseline against itself, peers).
+template <class K>
+void run_paired(benchmark::State& state, std::size_t bytes, K&& kernel) {
+  run_paired(state, bytes, std::forward<K>(kernel), nullptr);
 }
 
 /// The suffix naming how this binary dispatches: "/<isa>" for run-time dispatch (the ISA it picked on this

@@ -1,8 +1,10 @@
 // ALiBi, xPos, sinusoidal and learned additions, T5 bias expansion and the interleaved/half-split layout
-// conversion, each against the paired memory baseline (baseline.hpp) over the bytes it reads and writes.
+// conversion, each against the paired memory baseline (baseline.hpp) over the bytes it reads and writes and,
+// except T5, against the plain loop an engine would write (plain.hpp).
 // Shapes: ALiBi on prefill scores [1, 32, 512, 4096] (256 MiB) and one decode row [1, 32, 1, 4096]; xPos on
 // [1, 4096, 32, 128]; the additive encodings on (N, L, D) = (8, 512, 768) (GPT-2 small) and (1, 4096, 1024);
 // T5 on [32, 512, 512]; layout conversion on [1, 4096, 32, 128].
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,10 +13,13 @@
 #include <posenc/posenc.hpp>
 
 #include "baseline.hpp"
+#include "plain.hpp"
 
 namespace {
 
 using posenc::index_t;
+
+namespace plain = posenc_bench::plain;
 
 template <bool Causal>
 void BM_AlibiAdd(benchmark::State& state) {
@@ -24,23 +29,53 @@ void BM_AlibiAdd(benchmark::State& state) {
   cfg.num_heads = h;
   posenc::strided_view<float, 4> v(scores.data(), {n, h, lq, lk});
   const auto pos = posenc::positions::offset(lk - lq);  // the queries are the last lq of lk tokens
-  posenc_bench::run_paired(state, scores.size() * sizeof(float), [&] {
-    posenc::add_alibi_bias(cfg, v, pos, Causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none);
-    benchmark::DoNotOptimize(scores.data());
-  });
+  std::vector<float> slopes(static_cast<std::size_t>(h));  // 2^(-8 (h+1) / H), H a power of two
+  for (index_t i = 0; i < h; ++i)
+    slopes[static_cast<std::size_t>(i)] = static_cast<float>(std::exp2(-8.0 * static_cast<double>(i + 1) / static_cast<double>(h)));
+  posenc_bench::run_paired(
+      state, scores.size() * sizeof(float),
+      [&] {
+        posenc::add_alibi_bias(cfg, v, pos, Causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none);
+        benchmark::DoNotOptimize(scores.data());
+      },
+      [&] {
+        for (index_t b = 0; b < n; ++b) plain::alibi_add(scores.data() + b * h * lq * lk, h, lq, lk, slopes.data(), lk - lq, Causal);
+        benchmark::DoNotOptimize(scores.data());
+      });
 }
 
+/// xPos on queries; calls alternate upscale and downscale (posenc and the plain loop alike) so that the values
+/// return to where they started instead of drifting to infinity or to subnormals.
 void BM_Xpos(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
   posenc::xpos_config cfg;
   cfg.head_dim = d;
   const posenc::xpos_plan plan(cfg);
+  posenc::rope_config rc;  // the same rotation as a table, for the plain loop
+  rc.head_dim = d;
+  rc.base = cfg.base;
+  rc.style = cfg.style;
+  const posenc::rope_cache<float> cache(posenc::make_rope_plan(rc), l);
+  std::vector<float> zeta(static_cast<std::size_t>(d / 2));
+  for (index_t i = 0; i < d / 2; ++i)
+    zeta[static_cast<std::size_t>(i)] = static_cast<float>((2.0 * static_cast<double>(i) / static_cast<double>(d) + cfg.gamma) / (1.0 + cfg.gamma));
   auto x = posenc_bench::random_values(static_cast<std::size_t>(n * l * h * d));
   posenc::strided_view<float, 4> v(x.data(), {n, l, h, d});
-  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
-    posenc::apply_xpos(plan, v, posenc::positions::offset(0), l / 2, posenc::xpos_mode::upscale);
-    benchmark::DoNotOptimize(x.data());
-  });
+  bool up = true, plain_up = true;
+  posenc_bench::run_paired(
+      state, x.size() * sizeof(float),
+      [&] {
+        posenc::apply_xpos(plan, v, posenc::positions::offset(0), l / 2, up ? posenc::xpos_mode::upscale : posenc::xpos_mode::downscale);
+        up = !up;
+        benchmark::DoNotOptimize(x.data());
+      },
+      [&] {
+        const float sb = static_cast<float>(plain_up ? cfg.scale_base : -cfg.scale_base);
+        for (index_t b = 0; b < n; ++b)
+          plain::xpos_interleaved(x.data() + b * l * h * d, l, h, d, cache.cos_data(), cache.sin_data(), zeta.data(), sb, l / 2, 0);
+        plain_up = !plain_up;
+        benchmark::DoNotOptimize(x.data());
+      });
 }
 
 void BM_SinusoidalAdd(benchmark::State& state) {
@@ -48,11 +83,20 @@ void BM_SinusoidalAdd(benchmark::State& state) {
   auto x = posenc_bench::random_values(static_cast<std::size_t>(n * l * d));
   posenc::sinusoidal_config cfg;
   cfg.dim = d;
+  std::vector<float> w(static_cast<std::size_t>(d / 2));
+  for (index_t i = 0; i < d / 2; ++i)
+    w[static_cast<std::size_t>(i)] = static_cast<float>(std::pow(cfg.base, -2.0 * static_cast<double>(i) / static_cast<double>(d)));
   posenc::strided_view<float, 3> v(x.data(), {n, l, d});
-  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
-    posenc::add_sinusoidal(v, cfg, posenc::positions::offset(1000));
-    benchmark::DoNotOptimize(x.data());
-  });
+  posenc_bench::run_paired(
+      state, x.size() * sizeof(float),
+      [&] {
+        posenc::add_sinusoidal(v, cfg, posenc::positions::offset(1000));
+        benchmark::DoNotOptimize(x.data());
+      },
+      [&] {
+        plain::sinusoidal_add(x.data(), n, l, d, w.data(), 1000);
+        benchmark::DoNotOptimize(x.data());
+      });
 }
 
 /// The sinusoidal module: its [max_len, D] buffer added (the table path of the additive encodings).
@@ -61,10 +105,16 @@ void BM_SinusoidalTableAdd(benchmark::State& state) {
   auto x = posenc_bench::random_values(static_cast<std::size_t>(n * l * d));
   const posenc::sinusoidal_embedding<float> pe({d}, l + 1000);
   posenc::strided_view<float, 3> v(x.data(), {n, l, d});
-  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
-    pe.forward(v, posenc::positions::offset(1000));
-    benchmark::DoNotOptimize(x.data());
-  });
+  posenc_bench::run_paired(
+      state, x.size() * sizeof(float),
+      [&] {
+        pe.forward(v, posenc::positions::offset(1000));
+        benchmark::DoNotOptimize(x.data());
+      },
+      [&] {
+        plain::table_add(x.data(), n, l, d, pe.table().data(), 1.0f, 1000);
+        benchmark::DoNotOptimize(x.data());
+      });
 }
 
 void BM_LearnedAdd(benchmark::State& state) {
@@ -76,10 +126,16 @@ void BM_LearnedAdd(benchmark::State& state) {
   posenc::learned_position_embedding<float> emb(cfg);
   emb.init_normal(1);
   posenc::strided_view<float, 3> v(x.data(), {n, l, d});
-  posenc_bench::run_paired(state, x.size() * sizeof(float), [&] {
-    emb.forward(v, posenc::positions::offset(0));
-    benchmark::DoNotOptimize(x.data());
-  });
+  posenc_bench::run_paired(
+      state, x.size() * sizeof(float),
+      [&] {
+        emb.forward(v, posenc::positions::offset(0));
+        benchmark::DoNotOptimize(x.data());
+      },
+      [&] {
+        plain::table_add(x.data(), n, l, d, emb.table().data(), static_cast<float>(cfg.scale), 0);
+        benchmark::DoNotOptimize(x.data());
+      });
 }
 
 /// T5 bias expansion: writes [H, Lq, Lk] (the baseline streams the same bytes in place).
@@ -101,10 +157,16 @@ void BM_ConvertRopeLayout(benchmark::State& state) {
   std::vector<float> out(in.size());
   posenc::strided_view<const float, 4> vi(in.data(), {n, l, h, d});
   posenc::strided_view<float, 4> vo(out.data(), {n, l, h, d});
-  posenc_bench::run_paired(state, in.size() * sizeof(float), [&] {
-    posenc::convert_rope_layout(vi, vo, d, 0, posenc::rope_style::half_split, posenc::rope_style::interleaved);
-    benchmark::DoNotOptimize(out.data());
-  });
+  posenc_bench::run_paired(
+      state, in.size() * sizeof(float),
+      [&] {
+        posenc::convert_rope_layout(vi, vo, d, 0, posenc::rope_style::half_split, posenc::rope_style::interleaved);
+        benchmark::DoNotOptimize(out.data());
+      },
+      [&] {
+        plain::half_split_to_interleaved(in.data(), out.data(), n * l * h, d);
+        benchmark::DoNotOptimize(out.data());
+      });
 }
 
 const std::string S = posenc_bench::isa_suffix();

@@ -251,6 +251,108 @@ TEST_P(RopeQuant, KernelConversionsEqualTheExactRules) {
   }
 }
 
+TEST_P(RopeQuant, VectorCodesEqualTheScalarRulesOverASweepOfFloats) {
+  // The vector conversions (quant-inl.hpp: float arithmetic that rounds by itself) against the scalar rules
+  // (integer arithmetic on the pattern): one float pattern in every 4093 over all 2^32, both signs, every
+  // exponent; every fp8 value, the midpoints between neighbours (ties) and the floats next to them; int8's
+  // half-integers and their neighbours. The first feature pair of each row rotates at position 0 (identity)
+  // and is excluded, so each code is Q(x) of the input itself, scale 1.
+  std::vector<float> vals;
+  for (std::uint64_t u = 0; u <= 0xffffffffull; u += 4093) vals.push_back(pm::quant_float_of(static_cast<std::uint32_t>(u)));
+  const auto near = [&](float v) {
+    for (float s : {v, -v}) vals.insert(vals.end(), {s, std::nextafter(s, -INFINITY), std::nextafter(s, INFINITY)});
+  };
+  for (int c = 0; c < 0x7f; ++c) {
+    const auto code = static_cast<std::uint8_t>(c);
+    const auto next = static_cast<std::uint8_t>(c + 1);
+    for (const auto& [lo, hi] : {std::pair<float, float>{pm::e4m3_to_float(code), pm::e4m3_to_float(next)},
+                                 std::pair<float, float>{pm::e5m2_to_float(code), pm::e5m2_to_float(next)}}) {
+      near(lo);
+      if (std::isfinite(hi)) near((lo + hi) / 2.0f);  // exact in float: a tie of the format
+    }
+  }
+  for (int k = -130; k <= 130; ++k) near(static_cast<float>(k) + 0.5f);
+  const index_t D = 64;
+  const auto rows = static_cast<index_t>((vals.size() + D - 3) / (D - 2));
+  std::vector<float> x(static_cast<std::size_t>(rows * D), 0.0f);
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    const auto at = static_cast<std::size_t>(static_cast<index_t>(i) / (D - 2) * D + 2 + static_cast<index_t>(i) % (D - 2));
+    x[at] = vals[i];
+    where.push_back(at);
+  }
+  posenc::rope_config cfg;
+  cfg.head_dim = D;
+  cfg.rotary_dim = 2;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+  const posenc::strided_view<const float, 4> xv(x.data(), {1, 1, rows, D});
+  const float one = 1.0f;
+  std::vector<std::int8_t> i8(x.size());
+  std::vector<std::uint8_t> f8(x.size());
+  posenc::apply_rope_quantized(plan, xv, posenc::strided_view<std::int8_t, 4>(i8.data(), {1, 1, rows, D}), {},
+                               posenc::positions::offset(0), posenc::quant_spec{posenc::quant_format::int8, &one, 0});
+  int bad = 0;
+  for (std::size_t i = 0; i < vals.size() && bad < 5; ++i)
+    if (i8[where[i]] != pm::quantize_int8(vals[i]))
+      ADD_FAILURE() << "int8 of " << vals[i] << " (0x" << std::hex << pm::quant_bits_of(vals[i]) << std::dec
+                    << "): " << int(i8[where[i]]) << " != " << int(pm::quantize_int8(vals[i])) << (++bad, "");
+  for (const auto fmt : {posenc::quant_format::fp8_e4m3, posenc::quant_format::fp8_e5m2}) {
+    posenc::apply_rope_quantized(plan, xv, posenc::strided_view<std::uint8_t, 4>(f8.data(), {1, 1, rows, D}), {},
+                                 posenc::positions::offset(0), posenc::quant_spec{fmt, &one, 0});
+    const bool e4 = fmt == posenc::quant_format::fp8_e4m3;
+    for (std::size_t i = 0; i < vals.size() && bad < 5; ++i) {
+      const std::uint8_t want = e4 ? pm::float_to_e4m3(vals[i]) : pm::float_to_e5m2(vals[i]);
+      if (f8[where[i]] != want)
+        ADD_FAILURE() << (e4 ? "e4m3" : "e5m2") << " of " << vals[i] << " (0x" << std::hex << pm::quant_bits_of(vals[i])
+                      << "): 0x" << int(f8[where[i]]) << " != 0x" << int(want) << std::dec << (++bad, "");
+    }
+  }
+  RecordProperty("values", static_cast<int>(vals.size()));
+}
+
+TEST_P(RopeQuant, DynamicScalesEqualTheScalarAbsmaxWithNanAndTails) {
+  // Rows whose absmax sits in the vector body, in the tail, or behind a NaN (ignored), at head dims that are
+  // and are not multiples of every width; codes against the scalar rules with the stored scale.
+  for (const index_t D : {index_t{2}, index_t{6}, index_t{24}, index_t{66}, index_t{128}}) {
+    const index_t H = 5;
+    std::vector<float> x(static_cast<std::size_t>(H * D));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * static_cast<float>(1 + i % 7);
+    x[static_cast<std::size_t>(1 * D + D - 1)] = 40.0f;                         // absmax in the tail
+    x[static_cast<std::size_t>(2 * D)] = std::numeric_limits<float>::quiet_NaN();  // ignored by the scale
+    x[static_cast<std::size_t>(3 * D)] = -77.0f;                                // absmax in the first vector
+    std::fill(x.begin() + 4 * D, x.begin() + 5 * D, 0.0f);                     // all zero: scale 0, codes 0
+    posenc::rope_config cfg;
+    cfg.head_dim = D;
+    const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+    std::vector<std::int8_t> codes(x.size());
+    std::vector<float> sc(static_cast<std::size_t>(H));
+    posenc::apply_rope_quantized(plan, posenc::strided_view<const float, 4>(x.data(), {1, 1, H, D}),
+                                 posenc::strided_view<std::int8_t, 4>(codes.data(), {1, 1, H, D}),
+                                 posenc::strided_view<float, 3>(sc.data(), {1, 1, H}), posenc::positions::offset(0),
+                                 posenc::quant_spec{});
+    // Position 0 rotates by the identity (cos 1, sin 0), except that a NaN reaches its pair partner through 0 * NaN.
+    std::vector<float> y = x;
+    for (index_t h = 0; h < H; ++h)
+      for (index_t i = 0; i < D / 2; ++i) {
+        float& a = y[static_cast<std::size_t>(h * D + i)];
+        float& b = y[static_cast<std::size_t>(h * D + i + D / 2)];
+        if (std::isnan(a) || std::isnan(b)) a = b = std::numeric_limits<float>::quiet_NaN();
+      }
+    for (index_t h = 0; h < H; ++h) {
+      float m = 0.0f;
+      for (index_t e = 0; e < D; ++e) {
+        const float v = y[static_cast<std::size_t>(h * D + e)];
+        m = std::fabs(v) > m ? std::fabs(v) : m;
+      }
+      ASSERT_EQ(sc[static_cast<std::size_t>(h)], pm::int8_dynamic_scale(m)) << "D " << D << " head " << h;
+      const float inv = pm::quant_inverse_scale(sc[static_cast<std::size_t>(h)]);
+      for (index_t e = 0; e < D; ++e)
+        ASSERT_EQ(codes[static_cast<std::size_t>(h * D + e)], pm::quantize_int8(y[static_cast<std::size_t>(h * D + e)] * inv))
+            << "D " << D << " head " << h << " feature " << e;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, RopeQuant, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 }  // namespace

@@ -107,6 +107,32 @@ inline void bits_d(const std::uint64_t* a, const std::uint64_t* b, const std::ui
   }
 }
 
+/// Bits of float lanes: 0 and, 1 or, 2 sub (uint32), 3 shr<20>(a), 4 shr<31>(a), 5 blend_sign(a, b, c),
+/// 6 set1_bits(a[i]); store_u8_bits(a) into bytes.
+inline void bits_f(const std::uint32_t* a, const std::uint32_t* b, const std::uint32_t* c, std::uint32_t* out,
+                   std::uint8_t* bytes, int n) {
+  const DF d;
+  for (int i = 0; i < n; i += WF) {
+    alignas(64) float x[16], y[16], z[16], r[16];
+    for (int k = 0; k < WF; ++k) {
+      x[k] = simd::float_of(a[i + k]);
+      y[k] = simd::float_of(b[i + k]);
+      z[k] = simd::float_of(c[i + k]);
+    }
+    // Patterns travel as float lanes (a NaN pattern included): loaded and stored, never computed on as floats.
+    const auto vx = load(d, x), vy = load(d, y), vz = load(d, z);
+    const decltype(vx) res[6] = {and_bits(vx, vy), or_bits(vx, vy), sub_bits(vx, vy),
+                                 simd::shr_bits<20>(vx), simd::shr_bits<31>(vx), blend_sign(vx, vy, vz)};
+    for (int op = 0; op < 6; ++op) {
+      store(res[op], r);
+      for (int k = 0; k < WF; ++k) out[op * n + i + k] = simd::bits_of(r[k]);
+    }
+    store(set1_bits(d, a[i]), r);
+    for (int k = 0; k < WF; ++k) out[6 * n + i + k] = simd::bits_of(r[k]);
+    store_u8_bits(vx, bytes + i);
+  }
+}
+
 /// The kernels' vector sin/cos and exp (detail/kernels/vmath-inl.hpp) on this target's vectors.
 inline void sincos_d(const double* x, double* s, double* c, int n) {
   const DD d;
@@ -123,7 +149,7 @@ inline void exp_d(const double* x, double* y, int n) {
 }
 
 inline op_table table() {
-  return {WF, WD, arith_f, arith_d, convert_f, convert_d, bits16, bits_d, sincos_d, exp_d};
+  return {WF, WD, arith_f, arith_d, convert_f, convert_d, bits16, bits_d, bits_f, sincos_d, exp_d};
 }
 
 }  // namespace POSENC_TEST_NS

@@ -31,6 +31,7 @@ struct op_table {
   void (*convert_d)(const double*, float*, Eigen::half*, Eigen::bfloat16*, double*, double*, double*, int);
   void (*bits16)(const std::uint16_t*, const std::uint16_t*, std::uint16_t*, std::uint16_t*, int);
   void (*bits_d)(const std::uint64_t*, const std::uint64_t*, const std::uint64_t*, std::uint64_t*, int);
+  void (*bits_f)(const std::uint32_t*, const std::uint32_t*, const std::uint32_t*, std::uint32_t*, std::uint8_t*, int);
   void (*sincos_d)(const double*, double*, double*, int);
   void (*exp_d)(const double*, double*, int);
 };
@@ -414,6 +415,34 @@ TEST_P(SimdOps, BitsOfDoubleLanes) {
     EXPECT_EQ(at(5), (a[i] >> 63) != 0 ? c[i] : b[i]);
     EXPECT_EQ(at(6), a[static_cast<std::size_t>(k / w * w)]);
   }
+}
+
+TEST_P(SimdOps, BitsOfFloatLanes) {
+  const int w = ops().width_f;
+  const int n = 4 * w;
+  std::mt19937 gen(13);
+  std::vector<std::uint32_t> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size()), out(8 * a.size());
+  std::vector<std::uint8_t> bytes(a.size() + 16, 0xA5);
+  for (auto* v : {&a, &b, &c})
+    for (auto& x : *v) x = static_cast<std::uint32_t>(gen());
+  a[0] = 0x7F800001u;  // a signalling NaN pattern and a negative zero travel unchanged
+  b[0] = 0x80000000u;
+  a[1] = 0x00000001u;  // wrapping subtraction
+  b[1] = 0x00000002u;
+  ops().bits_f(a.data(), b.data(), c.data(), out.data(), bytes.data(), n);
+  for (int k = 0; k < n; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    const auto at = [&](int op) { return out[static_cast<std::size_t>(op * n + k)]; };
+    EXPECT_EQ(at(0), a[i] & b[i]);
+    EXPECT_EQ(at(1), a[i] | b[i]);
+    EXPECT_EQ(at(2), a[i] - b[i]);
+    EXPECT_EQ(at(3), a[i] >> 20);
+    EXPECT_EQ(at(4), a[i] >> 31);
+    EXPECT_EQ(at(5), (a[i] >> 31) != 0 ? c[i] : b[i]);
+    EXPECT_EQ(at(6), a[static_cast<std::size_t>(k / w * w)]);
+    EXPECT_EQ(bytes[i], static_cast<std::uint8_t>(a[i])) << "store_u8_bits";
+  }
+  for (std::size_t i = a.size(); i < bytes.size(); ++i) EXPECT_EQ(bytes[i], 0xA5) << "store_u8_bits wrote past its lanes";
 }
 
 // The vector sin/cos of the cache-free path against long double: within 2 ulp of 1 up to |x| = 2^24 (the

@@ -44,9 +44,6 @@ struct quant_spec {
 
 namespace detail {
 
-/// Floats of the per-token scratch row: head rows of up to this many features (heads are taken in groups that
-/// fit it). 16 KiB of stack.
-inline constexpr index_t quant_scratch = 4096;
 
 template <class Code>
 status check_quant(const char* fn, const char* name, const quant_spec& q, index_t heads, index_t head_dim) {
@@ -82,34 +79,21 @@ inline status check_scales_out(const char* fn, const char* name, const quant_spe
   return {};
 }
 
-/// Every token of `in` rotated (or, for V, converted) into float scratch rows, then quantised into its output
-/// rows through `map`. The rotation is apply_rope's, run per token on groups of heads.
+/// Every token of `in` rotated (K: freq not null) or widened (V) into float scratch rows, then quantised into
+/// its output rows through `map`: one kernel call (detail/kernels/quant-inl.hpp).
 template <class Dispatch, class F, class In, class Code>
 void run_quantized(const F* freq, const strided_view<const In, 4>& in, const positions& pos, const quant_spec& q,
                    const strided_view<Code, 4>& out, const strided_view<float, 3>& scales, const token_map& map) {
-  alignas(64) float scratch[quant_scratch];
-  const index_t heads = in.extent(2);
-  const index_t d = in.extent(3);
-  const index_t group = quant_scratch / d < heads ? quant_scratch / d : heads;
-  for (index_t n = 0; n < in.extent(0); ++n)
-    for (index_t l = 0; l < in.extent(1); ++l) {
-      index_t o0 = 0, o1 = 0;
-      if (!map.at(n, l, o0, o1)) continue;
-      for (index_t h0 = 0; h0 < heads; h0 += group) {
-        const index_t hn = group < heads - h0 ? group : heads - h0;
-        const strided_view<const In, 4> tok(&in(n, l, h0, 0), {1, 1, hn, d}, {0, 0, in.stride(2), in.stride(3)});
-        const strided_view<float, 4> row(scratch, {1, 1, hn, d});
-        if (freq != nullptr) {
-          run_rope<Dispatch>(*freq, positions::offset(pos.at(n, l)), 1.0, std::array<rope_io<In, float>, 1>{{{tok, row, {}}}});
-        } else {
-          for (index_t h = 0; h < hn; ++h)
-            for (index_t e = 0; e < d; ++e) scratch[h * d + e] = simd::load_as<float>(tok(0, 0, h, e));
-        }
-        float* sc = q.dynamic() ? &scales(o0, o1, h0) : nullptr;
-        run_quantize_rows<Dispatch>(q.format, q.scales, q.scale_stride, h0, hn, scratch, d, &out(o0, o1, h0, 0),
-                                    out.stride(2), out.stride(3), sc, q.dynamic() ? scales.stride(2) : 0);
-      }
-    }
+  const quant_params qp{q.format, q.scales, q.scale_stride, q.dynamic() ? scales.data() : nullptr,
+                        {scales.stride(0), scales.stride(1), scales.stride(2)}};
+  using S = decltype(source_of(*freq));
+  if (freq == nullptr) {
+    run_rope_quant_rows<Dispatch>(static_cast<const S*>(nullptr), pos, rope_style::half_split, 0, 0, in, out, map, qp);
+    return;
+  }
+  const S src = source_of(*freq);
+  const rope_geom g = geom_of(*freq);
+  run_rope_quant_rows<Dispatch>(&src, pos, g.style, g.offset, g.pairs, in, out, map, qp);
 }
 
 template <class I, class Code>

@@ -238,24 +238,22 @@ void run_rotation(const Source& src, const Pos& pos, const rope_geom& g, double 
   run_rope_rows<Dispatch>(src, pos, g.style, g.offset, g.pairs, sign, targets, variant);
 }
 
-template <class Dispatch, class In, class Out, std::size_t K>
-void run_rope(const rope_plan& plan, const positions& pos, double sign, const std::array<rope_io<In, Out>, K>& targets) {
-  const angle_src src{plan.inv_freq().data(), plan.magnitude(), max_abs(plan.inv_freq())};
-  run_rotation<Dispatch>(src, pos, geom_of(plan), sign, targets);
+/// The kernels' cos/sin source of a plan (angles formed per call), a rope_cache or an engine's table.
+inline angle_src source_of(const rope_plan& plan) {
+  return {plan.inv_freq().data(), plan.magnitude(), max_abs(plan.inv_freq())};
+}
+template <class C>
+table_src<C> source_of(const rope_cache<C>& cache) {
+  return {cache.cos_data(), cache.sin_data(), cache.plan().pairs(), 1};
+}
+template <class C>
+table_src<C> source_of(const rope_table_view<C>& t) {
+  return {t.cos_data(), t.sin_data(), t.row_stride(), t.pair_stride()};
 }
 
-template <class Dispatch, class C, class In, class Out, std::size_t K>
-void run_rope(const rope_cache<C>& cache, const positions& pos, double sign,
-              const std::array<rope_io<In, Out>, K>& targets) {
-  const table_src<C> src{cache.cos_data(), cache.sin_data(), cache.plan().pairs(), 1};
-  run_rotation<Dispatch>(src, pos, geom_of(cache), sign, targets);
-}
-
-template <class Dispatch, class C, class In, class Out, std::size_t K>
-void run_rope(const rope_table_view<C>& t, const positions& pos, double sign,
-              const std::array<rope_io<In, Out>, K>& targets) {
-  const table_src<C> src{t.cos_data(), t.sin_data(), t.row_stride(), t.pair_stride()};
-  run_rotation<Dispatch>(src, pos, geom_of(t), sign, targets);
+template <class Dispatch, class F, class In, class Out, std::size_t K>
+void run_rope(const F& freq, const positions& pos, double sign, const std::array<rope_io<In, Out>, K>& targets) {
+  run_rotation<Dispatch>(source_of(freq), pos, geom_of(freq), sign, targets);
 }
 
 /// Every RoPE entry: all checks first (nothing is written on an error), then the kernels.

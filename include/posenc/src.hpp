@@ -60,10 +60,13 @@
 #define POSENC_INST_CACHE_FILL(C, unused) \
   template void rope_cache_fill_entry<default_dispatch, C>(const angle_src&, index_t, index_t, C*, C*);
 
-#define POSENC_INST_QUANT(Code)                                                                                 \
-  template void quantize_rows_entry<default_dispatch, Code>(quant_format, const float*, index_t, index_t, index_t, \
-                                                            const float*, index_t, Code*, index_t, index_t, float*, \
-                                                            index_t);
+// rope_quant_rows: K (a plan, a cache or a table) and V (the same entry with a null source) into 8-bit codes.
+#define POSENC_INST_QUANT(In, Src, Code)                                                                           \
+  template void rope_quant_rows_entry<default_dispatch, Src, In, Code>(                                          \
+      const Src*, const positions&, rope_style, index_t, index_t, const strided_view<const In, 4>&,               \
+      const strided_view<Code, 4>&, const token_map&, const quant_params&);
+#define POSENC_INST_QUANT_CODES(In, Src) POSENC_INST_QUANT(In, Src, std::int8_t) POSENC_INST_QUANT(In, Src, std::uint8_t)
+#define POSENC_INST_QUANT_SOURCE(Src, unused) POSENC_EACH_STORAGE_A(POSENC_INST_QUANT_CODES, Src)
 
 #define POSENC_INST_ALIBI(T, Add, Slopes)                                                                      \
   template void alibi_rows_entry<default_dispatch, Add, T, Slopes>(const strided_view<T, 4>&, const Slopes&, \
@@ -111,8 +114,11 @@ POSENC_EACH_STORAGE_A(POSENC_INST_ROPE_INPLACE, rerotate_src, positions)
 
 POSENC_EACH_STORAGE_A(POSENC_INST_COPY_OUT, 0)
 POSENC_EACH_TABLE(POSENC_INST_CACHE_FILL, 0)
-POSENC_INST_QUANT(std::int8_t)
-POSENC_INST_QUANT(std::uint8_t)
+POSENC_INST_QUANT_SOURCE(angle_src, 0)
+POSENC_INST_QUANT_SOURCE(table_src<float>, 0)
+POSENC_INST_QUANT_SOURCE(table_src<double>, 0)
+POSENC_INST_QUANT_SOURCE(table_src<f16_storage>, 0)
+POSENC_INST_QUANT_SOURCE(table_src<bf16_storage>, 0)
 POSENC_EACH_STORAGE_A(POSENC_INST_ALIBI_ALL, 0)
 POSENC_EACH_STORAGE_A(POSENC_INST_SINUSOID, 0)
 POSENC_EACH_STORAGE_A(POSENC_INST_TABLE_ROWS_ALL, 0)
@@ -136,6 +142,8 @@ POSENC_END_NAMESPACE
 #undef POSENC_INST_COPY_OUT
 #undef POSENC_INST_CACHE_FILL
 #undef POSENC_INST_QUANT
+#undef POSENC_INST_QUANT_CODES
+#undef POSENC_INST_QUANT_SOURCE
 #undef POSENC_INST_ALIBI
 #undef POSENC_INST_ALIBI_VIEW
 #undef POSENC_INST_ALIBI_ALL

@@ -117,7 +117,7 @@ class [[nodiscard]] status {
     len_ = m.size();
   }
   void release() noexcept {
-    std::free(msg_);
+    if (msg_ != nullptr) std::free(msg_);  // an ok status (every successful call) never reaches libc
     msg_ = nullptr;
     len_ = 0;
   }

@@ -17,6 +17,23 @@
 POSENC_BEGIN_NAMESPACE
 namespace detail {
 
+/// r = a * b for a, b >= 0; true (r unspecified) when the product exceeds index_t.
+inline bool mul_overflows(index_t a, index_t b, index_t& r) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_mul_overflow(a, b, &r);
+#else
+  if (b != 0 && a > std::numeric_limits<index_t>::max() / b) return true;
+  r = a * b;
+  return false;
+#endif
+}
+/// r = a + b for a, b >= 0; true (r unspecified) when the sum exceeds index_t.
+inline bool add_overflows(index_t a, index_t b, index_t& r) noexcept {
+  if (a > std::numeric_limits<index_t>::max() - b) return true;
+  r = a + b;
+  return false;
+}
+
 /// Extents and strides >= 0, non-null data when non-empty; an output must not write one element twice
 /// through a zero stride.
 template <class T, std::size_t R>
@@ -31,17 +48,19 @@ status check_view(const char* fn, const char* name, const strided_view<T, R>& v,
   if (v.data() == nullptr) return fail(fn, name, " is null");
   // The element count and the byte span must be representable: a view whose size overflows is rejected before
   // anything is read, written or allocated for it.
-  constexpr index_t big = std::numeric_limits<index_t>::max();
+  // Overflow-checked products, not divisions: a decode call checks several views, and a 64-bit division costs
+  // more than the rest of a check.
   index_t span = 1, count = 1;
   for (std::size_t d = 0; d < R; ++d) {
     const index_t e = v.extent(d), s = v.stride(d);
-    if (e > big / count) return fail(fn, name, " has more than 2^63 - 1 elements (extent(", d, ")=", e, ")");
-    count *= e;
-    if (s != 0 && e - 1 > (big - span) / s)
+    if (mul_overflows(count, e, count))
+      return fail(fn, name, " has more than 2^63 - 1 elements (extent(", d, ")=", e, ")");
+    index_t reach = 0;
+    if (mul_overflows(e - 1, s, reach) || add_overflows(span, reach, span))
       return fail(fn, name, " spans more than 2^63 - 1 elements (extent(", d, ")=", e, ", stride ", s, ")");
-    span += (e - 1) * s;
   }
-  if (span > big / static_cast<index_t>(sizeof(T)))
+  index_t bytes = 0;
+  if (mul_overflows(span, static_cast<index_t>(sizeof(T)), bytes))
     return fail(fn, name, " spans ", span, " elements of ", sizeof(T), " bytes: more than 2^63 - 1 bytes");
   return {};
 }

@@ -121,10 +121,12 @@ void copy_tokens_entry(const rope_io<In, Out>& t);
 /// Rows 0 .. positions-1 of a rope_cache.
 template <class Dispatch, class C>
 void rope_cache_fill_entry(const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin);
-/// Quantises hn float rows of d values into 8-bit codes (detail/kernels/quant-inl.hpp).
-template <class Dispatch, class Code>
-void quantize_rows_entry(quant_format fmt, const float* scales, index_t scale_stride, index_t h0, index_t hn,
-                         const float* x, index_t d, Code* out, index_t ho, index_t so, float* scale_out, index_t sso);
+/// Every token of `in` rotated by `src` (K; null: V, only widened) and quantised into its 8-bit code rows
+/// through `map` (detail/kernels/quant-inl.hpp).
+template <class Dispatch, class Source, class In, class Code>
+void rope_quant_rows_entry(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
+                           const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
+                           const quant_params& q);
 /// ALiBi bias written (Add false) or added into [N, H, Lq, Lk] scores.
 template <class Dispatch, bool Add, class T, class Slopes>
 void alibi_rows_entry(const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos, bool symmetric,
@@ -157,10 +159,17 @@ template <class Dispatch, class In, class Out>
 void run_copy_tokens(const rope_io<In, Out>& t) {
   copy_tokens_entry<Dispatch>(canonical(t));
 }
-template <class Dispatch, class Code>
-void run_quantize_rows(quant_format fmt, const float* scales, index_t scale_stride, index_t h0, index_t hn,
-                       const float* x, index_t d, Code* out, index_t ho, index_t so, float* scale_out, index_t sso) {
-  quantize_rows_entry<Dispatch>(fmt, scales, scale_stride, h0, hn, x, d, out, ho, so, scale_out, sso);
+template <class Dispatch, class Source, class In, class Code>
+void run_rope_quant_rows(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
+                         const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
+                         const quant_params& q) {
+  using S = std::decay_t<decltype(canonical(*src))>;
+  if (src == nullptr) {
+    rope_quant_rows_entry<Dispatch, S>(nullptr, pos, style, offset, pairs, canonical(in), out, map, q);
+  } else {
+    const S cs = canonical(*src);
+    rope_quant_rows_entry<Dispatch>(&cs, pos, style, offset, pairs, canonical(in), out, map, q);
+  }
 }
 template <class Dispatch, bool Add, class T, class Slopes>
 void run_alibi_rows(std::bool_constant<Add>, const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos,

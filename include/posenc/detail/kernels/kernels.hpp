@@ -152,10 +152,11 @@ template <class Dispatch, class C>
 void rope_cache_fill_entry(const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin) {
   Dispatch::call([&](auto t) { rope_cache_fill(t, src, positions, pairs, cos, sin); });
 }
-template <class Dispatch, class Code>
-void quantize_rows_entry(quant_format fmt, const float* scales, index_t scale_stride, index_t h0, index_t hn,
-                         const float* x, index_t d, Code* out, index_t ho, index_t so, float* scale_out, index_t sso) {
-  Dispatch::call([&](auto t) { quantize_rows(t, fmt, scales, scale_stride, h0, hn, x, d, out, ho, so, scale_out, sso); });
+template <class Dispatch, class Source, class In, class Code>
+void rope_quant_rows_entry(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
+                           const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
+                           const quant_params& q) {
+  Dispatch::call([&](auto t) { rope_quant_rows(t, src, pos, style, offset, pairs, in, out, map, q); });
 }
 template <class Dispatch, bool Add, class T, class Slopes>
 void alibi_rows_entry(const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos, bool symmetric,

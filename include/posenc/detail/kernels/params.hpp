@@ -14,6 +14,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/math/alibi_slopes.hpp"
+#include "posenc/detail/math/quant.hpp"
 #include "posenc/detail/simd/base.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/tensor_view.hpp"
@@ -153,6 +154,22 @@ struct delta_positions {
   const std::int64_t* per_token = nullptr;
   index_t row_stride = 0;
   index_t at(index_t n, index_t l) const { return per_token ? per_token[n * row_stride + l] : uniform; }
+};
+
+// ---- 8-bit codes (posenc/quantize.hpp) ----------------------------------------------------------------------
+
+/// Floats of the per-token scratch row of the quantising kernel: head rows of up to this many features (heads
+/// are taken in groups that fit it). 16 KiB of stack.
+inline constexpr index_t quant_scratch = 4096;
+
+/// How a quantising kernel call scales: `scales` per head at scales[h * scale_stride] (given), or null for
+/// dynamic int8, whose scale of each (token, head) goes to scale_out at (o0, o1, h) of scale_out_stride.
+struct quant_params {
+  quant_format format = quant_format::int8;
+  const float* scales = nullptr;
+  index_t scale_stride = 0;
+  float* scale_out = nullptr;
+  std::array<index_t, 3> scale_out_stride{};
 };
 
 // ---- additive encodings (sinusoidal, learned) -----------------------------------------------------------------

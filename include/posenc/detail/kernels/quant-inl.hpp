@@ -1,56 +1,165 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 // IWYU pragma: private
 //
-// Rotated float head rows to 8-bit codes (posenc/quantize.hpp), compiled once per target (no include guard:
-// kernels.hpp includes this inside each target's region and namespace). The rules are detail/math/quant.hpp's;
-// int8 rounds with nearbyint inside the vector targets (one roundss, and loops the compiler can vectorise)
-// and with the exact integer version in the portable target, where nearbyint would be a libm call.
+// RoPE then 8-bit codes (posenc/quantize.hpp), compiled once per target (no include guard: kernels.hpp includes
+// this inside each target's region and namespace). One kernel call walks every token: its heads rotated (K, by
+// the rope-inl.hpp rows) or widened (V) into float scratch rows, then each row quantised with vector ops. The
+// rules are detail/math/quant.hpp's; the vector forms below give the same code for every float (the tests
+// sweep them against the scalar functions), by float arithmetic that rounds to nearest even by itself:
+//   int8: clamp to [-128, 127], then v + 1.5 * 2^23 rounds v to an integer that sits in the low bits of the
+//         sum's pattern (|v| < 2^22), so its low byte is the two's-complement code.
+//   fp8:  |v| rounded to the format's spacing u (2^(e - mantissa bits) for |v| in [2^e, 2^(e+1)), the
+//         subnormal spacing below the smallest normal) by (|v| + M) - M with M = 1.5 * 2^23 * u, whose own
+//         ulp is u; then saturated, and its float32 pattern shifted into the code (rebias by subtraction), or
+//         for subnormal codes the multiple of u itself (by the same integer trick as int8).
+// No intermediate is subnormal, so FTZ/DAZ modes do not change a code; x87 evaluation (FLT_EVAL_METHOD != 0)
+// would, and posenc's targets have none.
 
 POSENC_BEGIN_NAMESPACE
 namespace detail {
 namespace POSENC_TARGET_NS {
 
-/// round-half-even(v) saturated to [-128, 127], NaN -> 0: clamping first gives the same code (every v past a
-/// bound rounds to it or beyond), and keeps the conversion to int defined.
-inline std::int8_t quant_int8(float v) {
-  if constexpr (std::is_same_v<isa_tag, simd::scalar>) {
-    return math::quantize_int8(v);
-  } else {
-    const float c = v == v ? (v < -128.0f ? -128.0f : (v > 127.0f ? 127.0f : v)) : 0.0f;
-    return static_cast<std::int8_t>(static_cast<int>(std::nearbyint(c)));
-  }
+/// Lanes with the sign bit set where v is NaN: |v|'s pattern exceeds infinity's.
+template <class D>
+vec_of<D> nan_lanes(D d, vec_of<D> v) {
+  return sub_bits(set1_bits(d, 0x7f800000u), and_bits(v, set1_bits(d, 0x7fffffffu)));
 }
 
-/// Rows h0 .. h0+hn-1 of one token: x (hn rows of d floats) to codes at out + h * ho + e * so, with the
-/// dynamic int8 scale of each row written to scale_out + h * sso.
-template <class Code>
-void quantize_rows(target, const quant_format fmt, const float* scales, index_t scale_stride, index_t h0, index_t hn,
-                   const float* x, index_t d, Code* out, index_t ho, index_t so, float* scale_out, index_t sso) {
-  for (index_t h = 0; h < hn; ++h) {
-    const float* r = x + h * d;
-    float scale = 0.0f;
-    if (scales == nullptr) {
-      float m = 0.0f;
-      for (index_t e = 0; e < d; ++e) m = std::fabs(r[e]) > m ? std::fabs(r[e]) : m;  // NaN ignored
-      scale = math::int8_dynamic_scale(m);
-      scale_out[h * sso] = scale;
-    } else {
-      scale = scales[(h0 + h) * scale_stride];
+/// int8 codes of v (already multiplied by the inverse scale) in the low byte of each lane: round half to even,
+/// saturated to [-128, 127], NaN -> 0 (math::quantize_int8). Clamping first gives the same code: every v past a
+/// bound rounds to it or beyond.
+template <class D>
+vec_of<D> int8_codes(D d, vec_of<D> v) {
+  const auto c = min(max(v, set1(d, -128.0f)), set1(d, 127.0f));
+  return add(blend_sign(nan_lanes(d, v), c, set1(d, 0.0f)), set1(d, 12582912.0f));  // 1.5 * 2^23
+}
+
+/// OFP8 codes of v with Man mantissa bits and exponent bias Bias (math::float_to_fp8<Man, Bias, MaxCode,
+/// NanCode>): nearest even, saturating to the largest finite value max_finite, NaN to NanCode, the sign kept.
+/// `bound` (a power of two past max_finite) caps |v| first, so that M stays finite for infinities.
+template <std::uint32_t Man, std::uint32_t Bias, std::uint32_t NanCode, class D>
+vec_of<D> fp8_codes(D d, vec_of<D> v, float max_finite, float bound) {
+  constexpr float min_normal = static_cast<float>(1.0 / static_cast<double>(1u << (Bias - 1)));  // 2^(1 - Bias)
+  constexpr float spacing_to_m = static_cast<float>(1.5 * static_cast<double>(1u << (23 - Man)));
+  constexpr float sub_scale = static_cast<float>(1u << (Bias - 1 + Man));  // 1 / the subnormal spacing
+  const auto sign = simd::shr_bits<24>(and_bits(v, set1_bits(d, 0x80000000u)));  // 0x80 or 0 in the low byte
+  const auto a = min(and_bits(v, set1_bits(d, 0x7fffffffu)), set1(d, bound));
+  const auto e = max(and_bits(a, set1_bits(d, 0x7f800000u)), set1(d, min_normal));  // 2^floor(log2 a), >= min normal
+  const auto m = mul(e, set1(d, spacing_to_m));
+  const auto r = min(sub(add(a, m), m), set1(d, max_finite));
+  const auto normal = sub_bits(simd::shr_bits<23 - Man>(r), set1_bits(d, (127u - Bias) << Man));
+  const auto subnormal = add(mul(r, set1(d, sub_scale)), set1(d, 12582912.0f));
+  const auto code = or_bits(blend_sign(sub(r, set1(d, min_normal)), normal, subnormal), sign);
+  return blend_sign(nan_lanes(d, v), code, or_bits(set1_bits(d, NanCode), sign));
+}
+
+template <class D>
+vec_of<D> codes_of(D d, quant_format fmt, vec_of<D> v) {
+  switch (fmt) {
+    case quant_format::fp8_e4m3: return fp8_codes<3u, 7u, math::e4m3_nan_code>(d, v, math::e4m3_max, 512.0f);
+    case quant_format::fp8_e5m2: return fp8_codes<2u, 15u, math::e5m2_nan_code>(d, v, math::e5m2_max, 65536.0f);
+    case quant_format::int8: break;
+  }
+  return int8_codes(d, v);
+}
+
+template <class D>
+index_t codes_body(D d, quant_format fmt, const float* x, index_t i, index_t n, float inv, std::uint8_t* out) {
+  constexpr index_t W = vec_of<D>::width;
+  const auto s = set1(d, inv);
+  for (; i + W <= n; i += W) store_u8_bits(codes_of(d, fmt, mul(load(d, x + i), s)), out + i);
+  return i;
+}
+
+/// out[e * so] = code of x[e] * inv for e < n; the tail and strided rows through 1-lane vectors of the same ops.
+inline void quantize_row(quant_format fmt, const float* x, index_t n, float inv, std::uint8_t* out, index_t so) {
+  index_t e = 0;
+  if (so == 1) e = codes_body(simd::lanes<float, isa_tag>{}, fmt, x, 0, n, inv, out);
+  const simd::lanes<float, simd::scalar> d1;
+  for (; e < n; ++e) store_u8_bits(codes_of(d1, fmt, mul(load(d1, x + e), set1(d1, inv))), out + e * so);
+}
+
+template <class D>
+index_t absmax_body(D d, const float* x, index_t n, float& m) {
+  constexpr index_t W = vec_of<D>::width;
+  index_t i = 0;
+  if (n < W) return 0;
+  auto acc = set1(d, 0.0f);
+  for (; i + W <= n; i += W) {
+    const auto v = load(d, x + i);
+    // NaN lanes count as 0 (math::int8_dynamic_scale's absmax ignores them), whatever max does with NaN.
+    acc = max(acc, blend_sign(nan_lanes(d, v), and_bits(v, set1_bits(d, 0x7fffffffu)), set1(d, 0.0f)));
+  }
+  alignas(64) float lanes[64];
+  store(acc, lanes);
+  for (index_t k = 0; k < W; ++k) m = lanes[k] > m ? lanes[k] : m;
+  return i;
+}
+
+/// max |x[e]| over e < n, NaN ignored.
+inline float absmax(const float* x, index_t n) {
+  float m = 0.0f;
+  index_t e = absmax_body(simd::lanes<float, isa_tag>{}, x, n, m);
+  for (; e < n; ++e) m = std::fabs(x[e]) > m ? std::fabs(x[e]) : m;
+  return m;
+}
+
+/// Every token of `in` into its output rows of 8-bit codes through `map`: rotated by `src` first when it is
+/// not null (K; V is only widened), in groups of heads that fit the float scratch row. Dynamic int8 (scales
+/// null) writes each row's scale to scale_out + (o0, o1, h) strides; given scales are read per head.
+/// Validated by the public entry.
+template <class Source, class In, class Code>
+void rope_quant_rows(target, const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
+                     const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
+                     const quant_params& q) {
+  using A = rope_acc_t<Source, In, float>;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): every row is written before it is read
+  alignas(64) float scratch[quant_scratch];
+  const index_t heads = in.extent(2);
+  const index_t dim = in.extent(3);
+  const index_t group = quant_scratch / dim < heads ? quant_scratch / dim : heads;
+  // K: the group's rows rotated into the scratch (features outside the window copied).
+  const auto rotate_group = [&](auto& rows, index_t p, const In* x, index_t hn) {
+    copy_outside_window(x, in.stride(2), in.stride(3), scratch, dim, index_t{1}, hn, dim, offset, pairs);
+    for (index_t b = 0; b < pairs; b += rope_chunk) {
+      const index_t e = b + rope_chunk < pairs ? b + rope_chunk : pairs;
+      rows.at(p, b, e);
+      rows.rotate(0, x + offset * in.stride(3), in.stride(2), in.stride(3), scratch + offset, dim, index_t{1}, hn, pairs, b, e);
     }
-    const float inv = math::quant_inverse_scale(scale);
-    Code* o = out + h * ho;
-    if constexpr (std::is_same_v<Code, std::int8_t>) {
-      static_cast<void>(fmt);
-      if (so == 1) {
-        for (index_t e = 0; e < d; ++e) o[e] = quant_int8(r[e] * inv);
-      } else {
-        for (index_t e = 0; e < d; ++e) o[e * so] = quant_int8(r[e] * inv);
+  };
+  const auto run = [&](auto* rows) {
+    for (index_t l = 0; l < in.extent(1); ++l)
+      for (index_t n = 0; n < in.extent(0); ++n) {
+        index_t o0 = 0, o1 = 0;
+        if (!map.at(n, l, o0, o1)) continue;
+        for (index_t h0 = 0; h0 < heads; h0 += group) {
+          const index_t hn = group < heads - h0 ? group : heads - h0;
+          const In* x = &in(n, l, h0, 0);
+          if constexpr (!std::is_same_v<std::remove_pointer_t<decltype(rows)>, std::nullptr_t>) {
+            rotate_group(*rows, pos.at(n, l), x, hn);
+          } else {
+            for (index_t h = 0; h < hn; ++h) copy_span(x + h * in.stride(2), in.stride(3), scratch + h * dim, index_t{1}, dim);
+          }
+          for (index_t h = 0; h < hn; ++h) {
+            const float* r = scratch + h * dim;
+            float scale = 0.0f;
+            if (q.scales == nullptr) {
+              scale = math::int8_dynamic_scale(absmax(r, dim));
+              q.scale_out[o0 * q.scale_out_stride[0] + o1 * q.scale_out_stride[1] + (h0 + h) * q.scale_out_stride[2]] = scale;
+            } else {
+              scale = q.scales[(h0 + h) * q.scale_stride];
+            }
+            quantize_row(q.format, r, dim, math::quant_inverse_scale(scale),
+                         reinterpret_cast<std::uint8_t*>(&out(o0, o1, h0 + h, 0)), out.stride(3));
+          }
+        }
       }
-    } else if (fmt == quant_format::fp8_e4m3) {
-      for (index_t e = 0; e < d; ++e) o[e * so] = math::float_to_e4m3(r[e] * inv);
-    } else {
-      for (index_t e = 0; e < d; ++e) o[e * so] = math::float_to_e5m2(r[e] * inv);
-    }
+  };
+  if (src != nullptr) {
+    source_rows<Source, A> rows(*src, style, pairs, A(1));
+    run(&rows);
+  } else {
+    run(static_cast<std::nullptr_t*>(nullptr));
   }
 }
 

@@ -11,51 +11,97 @@ POSENC_BEGIN_NAMESPACE
 namespace detail {
 namespace POSENC_TARGET_NS {
 
-// ---- one head row -------------------------------------------------------------------------------------------
+// ---- the rows of one token -------------------------------------------------------------------------------
 
-/// Half-split pairs (a_i, b_i) = (row[i], row[i + pairs]) for i in [i, e), W pairs per step with D's vectors,
-/// for `heads` rows (head strides hi, ho): the pairs outermost, so cos and sin load once per token for all
-/// heads (the heads share a position) and each head costs two loads and two stores per vector, as a
-/// streaming pass does. No shuffles. cos/sin are indexed from b0. Returns the first pair not done.
-template <bool Signed, class D, class In, class Out>
-index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t pairs, index_t i,
-                        index_t e, index_t b0, const typename D::lane_type* cos, const typename D::lane_type* sin,
-                        typename D::lane_type sign) {
+/// One token's `heads` rows of half-split pairs (a_i, b_i) = (x[i], x[i + half]) for i < n, at head strides hi,
+/// ho, feature stride 1. Heads outer and pairs inner, as the plain loop an engine writes, but two heads per
+/// pass: each cos/sin vector loaded serves both (3 loads per W pairs of a head instead of 4), and the four
+/// streams (two halves of two rows) stay few enough for the prefetchers (the whole token per pass, 64
+/// streams, ran at half speed from DRAM). The row pointers advance by the head stride: no index arithmetic
+/// in the loop. The inverse (backward) swaps fma and fnma instead of negating sin. Returns the pairs done (n
+/// rounded down to W); the caller finishes the rows' tails.
+template <bool Inverse, class D, class In, class Out>
+index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t half, index_t n,
+                        const typename D::lane_type* cos, const typename D::lane_type* sin) {
   constexpr index_t W = vec_of<D>::width;
-  const auto sg = set1(d, sign);
-  for (; i + W <= e; i += W) {
-    const auto c = load(d, cos + (i - b0));
-    const auto s = Signed ? mul(sg, load(d, sin + (i - b0))) : load(d, sin + (i - b0));
-    for (index_t h = 0; h < heads; ++h) {
-      const In* x = in + h * hi;
-      Out* y = out + h * ho;
-      const auto a = load(d, x + i);
-      const auto b = load(d, x + i + pairs);
+  const auto rotate = [&](const In* x, Out* y, index_t i, vec_of<D> c, vec_of<D> s) {
+    const auto a = load(d, x + i);
+    const auto b = load(d, x + i + half);
+    if constexpr (Inverse) {
+      store(fma(b, s, mul(a, c)), y + i);          // a c + b s
+      store(fnma(a, s, mul(b, c)), y + i + half);  // b c - a s
+    } else {
       store(fnma(b, s, mul(a, c)), y + i);         // a c - b s
-      store(fma(a, s, mul(b, c)), y + i + pairs);  // b c + a s
+      store(fma(a, s, mul(b, c)), y + i + half);   // b c + a s
     }
+  };
+  index_t h = 0;
+  for (; h + 2 <= heads; h += 2, in += 2 * hi, out += 2 * ho) {
+    for (index_t i = 0; i + W <= n; i += W) {
+      const auto c = load(d, cos + i);
+      const auto s = load(d, sin + i);
+      rotate(in, out, i, c, s);
+      rotate(in + hi, out + ho, i, c, s);
+    }
+  }
+  if (h < heads)
+    for (index_t i = 0; i + W <= n; i += W) rotate(in, out, i, load(d, cos + i), load(d, sin + i));
+  return n - n % W;
+}
+
+/// One token's `heads` rows of interleaved pairs (x[2i], x[2i+1]) for i < n, laid out as rope_half_split's:
+/// y = x cd + pair_swap(x) sd, with cd = (c0, c0, c1, c1, ...) and sd = (-s0, s0, -s1, s1, ...) (the inverse's
+/// signs flipped) formed once per token by rope_dup_pairs, so a vector costs one in-lane shuffle and no
+/// deinterleave. The products are those of a c - b s and b c + a s (negating sin is exact). Width >= 2.
+/// Returns the pairs done.
+template <class D, class In, class Out>
+index_t rope_interleaved(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t n,
+                         const typename D::lane_type* cd, const typename D::lane_type* sd) {
+  constexpr index_t W = vec_of<D>::width;
+  const index_t m = 2 * n;  // elements of the window
+  const auto rotate = [&](vec_of<D> x, index_t i, Out* y) {
+    store(fma(x, load(d, cd + i), mul(pair_swap(x), load(d, sd + i))), y);
+  };
+  for (index_t h = 0; h < heads; ++h, in += hi, out += ho) {
+    index_t i = 0;
+    for (; i + 2 * W <= m; i += 2 * W) {
+      const auto x0 = load(d, in + i);
+      const auto x1 = load(d, in + i + W);
+      rotate(x0, i, out + i);
+      rotate(x1, i + W, out + i + W);
+    }
+    if (i + W <= m) rotate(load(d, in + i), i, out + i);
+  }
+  return (m - m % W) / 2;
+}
+
+template <class D>
+index_t dup_pairs_body(D d, index_t i, index_t n, const typename D::lane_type* cos, const typename D::lane_type* sin,
+                       typename D::lane_type sign, typename D::lane_type* cd, typename D::lane_type* sd) {
+  constexpr index_t W = vec_of<D>::width;
+  const auto lo = set1(d, -sign);
+  const auto hi = set1(d, sign);
+  for (; i + W <= n; i += W) {
+    const auto c = load(d, cos + i);
+    const auto s = load(d, sin + i);
+    store(zip_lo(c, c), cd + 2 * i);
+    store(zip_hi(c, c), cd + 2 * i + W);
+    store(zip_lo(mul(s, lo), mul(s, hi)), sd + 2 * i);
+    store(zip_hi(mul(s, lo), mul(s, hi)), sd + 2 * i + W);
   }
   return i;
 }
 
-/// Interleaved pairs (row[2i], row[2i+1]), W/2 per step (W >= 2), for `heads` rows as above. With c and s
-/// duplicated per pair, y = x c + sign_alternate(pair_swap(x)) s gives (a c - b s, b c + a s) in place: one
-/// in-lane shuffle per vector instead of a deinterleave and a reinterleave.
-template <bool Signed, class D, class In, class Out>
-index_t rope_interleaved(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t i, index_t e,
-                         index_t b0, const typename D::lane_type* cos, const typename D::lane_type* sin,
-                         typename D::lane_type sign) {
-  constexpr index_t P = vec_of<D>::width / 2;
-  const auto sg = set1(d, sign);
-  for (; i + P <= e; i += P) {
-    const auto c = load_dup_pairs(d, cos + (i - b0));
-    const auto s = Signed ? mul(sg, load_dup_pairs(d, sin + (i - b0))) : load_dup_pairs(d, sin + (i - b0));
-    for (index_t h = 0; h < heads; ++h) {
-      const auto x = load(d, in + h * hi + 2 * i);
-      store(fma(x, c, mul(sign_alternate(pair_swap(x)), s)), out + h * ho + 2 * i);
-    }
+/// cd, sd of rope_interleaved for n pairs: cos twice, sin times (-sign, sign).
+template <class A>
+void rope_dup_pairs(index_t n, const A* cos, const A* sin, A sign, A* cd, A* sd) {
+  index_t i = 0;
+  if constexpr (simd::vec<A, isa_tag>::width >= 2) i = dup_pairs_body(simd::lanes<A, isa_tag>{}, 0, n, cos, sin, sign, cd, sd);
+  for (; i < n; ++i) {
+    cd[2 * i] = cd[2 * i + 1] = cos[i];
+    sd[2 * i] = -sign * sin[i];
+    sd[2 * i + 1] = sign * sin[i];
   }
-  return i;
 }
 
 /// One pair at a time with 1-lane vectors: any style, any feature strides, cos/sin of any type C (converted
@@ -77,26 +123,23 @@ void rope_pairs(rope_style style, const In* in, index_t si, Out* out, index_t so
   }
 }
 
-/// Calls of at most this many tokens rotate all heads of a token together (rope_rows).
-inline constexpr index_t rope_few_tokens = 64;
-
-/// Pairs [b, e) of `heads` rows at head strides hi, ho (one token: they share cos and sin). Contiguous rows
-/// whose cos/sin have the arithmetic type take the vector bodies; the rest (tails, strided rows, a double table
-/// under float arithmetic) take rope_pairs, row by row.
+/// Pairs [b, e) of one token's `heads` rows (window starts in, out; head strides hi, ho; feature strides si,
+/// so), cos/sin indexed from b; cd/sd (interleaved, contiguous rows of arithmetic-type cos/sin) from
+/// rope_dup_pairs. Contiguous rows take the vector bodies, the rest (tails, strided rows, a double table under
+/// float arithmetic) rope_pairs, row by row.
 template <class A, class In, class Out, class C>
 void rope_heads(rope_style style, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
-                index_t pairs, index_t b, index_t e, const C* cos, const C* sin, A sign) {
+                index_t pairs, index_t b, index_t e, const C* cos, const C* sin, const A* cd, const A* sd, A sign) {
   index_t i = b;
   if constexpr (std::is_same_v<C, A>) {
     if (si == 1 && so == 1) {
-      // sign is +1 (forward) or -1 (backward, the inverse shift): the forward loop skips the multiply.
       const simd::lanes<A, isa_tag> d;
       if (style == rope_style::half_split) {
-        i = sign == A(1) ? rope_half_split<false>(d, in, hi, out, ho, heads, pairs, i, e, b, cos, sin, sign)
-                         : rope_half_split<true>(d, in, hi, out, ho, heads, pairs, i, e, b, cos, sin, sign);
+        // sign is +1 (forward) or -1 (backward, the inverse shift).
+        i += sign == A(1) ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin)
+                          : rope_half_split<true>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin);
       } else if constexpr (simd::vec<A, isa_tag>::width >= 2) {
-        i = sign == A(1) ? rope_interleaved<false>(d, in, hi, out, ho, heads, i, e, b, cos, sin, sign)
-                         : rope_interleaved<true>(d, in, hi, out, ho, heads, i, e, b, cos, sin, sign);
+        i += rope_interleaved(d, in + 2 * b, hi, out + 2 * b, ho, heads, e - b, cd, sd);
       }
     }
   }
@@ -356,6 +399,87 @@ void source_fill(const table_src<T>& s, index_t p, index_t b, index_t e, C (*cbu
 
 // ---- the driver ---------------------------------------------------------------------------------------------
 
+/// The cos/sin rows a call's tokens rotate by, from one source: formed (or looked up) when the position
+/// changes and reused while it repeats, per chunk [b, e) of pairs; for interleaved pairs also cd/sd of
+/// rope_interleaved. Shared by the rotation driver (rope_rows) and the quantising one (quant-inl.hpp).
+template <class Source, class A, class P = index_t>
+class source_rows {
+ public:
+  using C = typename rope_value<Source, A>::type;
+  static constexpr int variants = Source::variants;
+
+  source_rows(const Source& src, rope_style style, index_t pairs, A sign)
+      : src_(src), style_(style), sign_(sign), reuse_(pairs <= rope_chunk) {}
+
+  /// Makes the rows of pairs [b, e) at position p (what Pos::at yields: P) current.
+  void at(const P& p, index_t b, index_t e) {
+    // Sequence-major order reuses the rows while the position repeats (an offset gives every sequence the same
+    // positions): forming them is the cost of the cache-free path, so a batch of N sequences pays for one.
+    // Only when the whole window is one chunk, so that the buffers hold the full row.
+    if (reuse_ && have_row_ && p == last_p_) return;
+    if constexpr (std::is_same_v<Source, angle_src> && std::is_same_v<C, float>) {
+      if (reuse_) {  // one chunk of float cos/sin: walk the positions with the stepper
+        stepper_.advance(src_.w, src_.w_max, p, e);
+        scale_round(e, stepper_.c, src_.magnitude, cbuf_[0]);
+        scale_round(e, stepper_.s, src_.magnitude, sbuf_[0]);
+        cos_[0] = cbuf_[0];
+        sin_[0] = sbuf_[0];
+      } else {
+        source_fill(src_, p, b, e, cbuf_, sbuf_, cos_, sin_);
+      }
+    } else {
+      source_fill(src_, p, b, e, cbuf_, sbuf_, cos_, sin_);
+    }
+    last_p_ = p;
+    have_row_ = true;
+    if constexpr (dup) {
+      if (style_ == rope_style::interleaved)
+        for (int v = 0; v < variants; ++v)
+          if (cos_[v] != nullptr) rope_dup_pairs(e - b, cos_[v], sin_[v], sign_, cd_[v], sd_[v]);
+    }
+  }
+
+  /// Pairs [b, e) of one token's `heads` rows (window starts in, out; strides as rope_heads) by variant v.
+  template <class In, class Out>
+  void rotate(int v, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
+              index_t pairs, index_t b, index_t e) const {
+    const auto k = static_cast<std::size_t>(v);
+    rope_heads(style_, in, hi, si, out, ho, so, heads, pairs, b, e, cos_[k], sin_[k], cd_[dup ? k : 0], sd_[dup ? k : 0],
+               sign_);
+  }
+
+ private:
+  static constexpr bool dup = std::is_same_v<C, A> && simd::vec<A, isa_tag>::width >= 2;
+  const Source& src_;
+  rope_style style_;
+  A sign_;
+  bool reuse_;
+  bool have_row_ = false;
+  P last_p_{};
+  const C* cos_[variants] = {};
+  const C* sin_[variants] = {};
+  // Written before they are read (cos_ and have_row_ say which hold values).
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-member-init)
+  alignas(64) C cbuf_[variants][rope_chunk];
+  alignas(64) C sbuf_[variants][rope_chunk];
+  // Interleaved rows: cos and signed sin of each pair twice, formed once per token for every head.
+  alignas(64) A cd_[dup ? variants : 1][dup ? 2 * rope_chunk : 1];
+  alignas(64) A sd_[dup ? variants : 1][dup ? 2 * rope_chunk : 1];
+  // NOLINTEND(cppcoreguidelines-pro-type-member-init)
+  polar_stepper stepper_;  // the cache-free RoPE source (angle_src) into float cos/sin only
+};
+
+/// Copies the features outside the window [offset, offset + 2 pairs) of one token's rows (out of place).
+template <class In, class Out>
+void copy_outside_window(const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
+                         index_t dim, index_t offset, index_t pairs) {
+  const index_t end = offset + 2 * pairs;
+  for (index_t h = 0; h < heads; ++h, in += hi, out += ho) {
+    copy_span(in, si, out, so, offset);
+    copy_span(in + end * si, si, out + end * so, so, dim - end);
+  }
+}
+
 /// Rotates every target: all share N and L (q and k of one batch), their positions and the window
 /// [offset, offset + 2*pairs) of the head; target k uses the source's variant[k] (xPos: 0 for queries, 1 for
 /// keys). `Pos::at(n, l)` yields what the source takes: one position, a signed delta or three positions.
@@ -364,21 +488,9 @@ template <class Source, class Pos, class In, class Out, std::size_t K>
 void rope_rows(target, const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
                const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
   using A = rope_acc_t<Source, In, Out>;
-  using C = typename rope_value<Source, A>::type;
-  constexpr int NV = Source::variants;
   const index_t n_batch = io[0].in.extent(0);
   const index_t n_len = io[0].in.extent(1);
-  alignas(64) C cbuf[NV][rope_chunk];
-  alignas(64) C sbuf[NV][rope_chunk];
-  const C* cos[NV] = {};
-  const C* sin[NV] = {};
-  // Sequence-major order, reusing cos/sin while the position repeats (an offset gives every sequence the
-  // same positions): forming them is the cost of the cache-free path, so a batch of N sequences pays for one.
-  // Only when the whole window is one chunk, so that the buffers hold the full row.
-  const bool reuse = pairs <= rope_chunk;
-  polar_stepper stepper;  // the cache-free RoPE source (angle_src) into float cos/sin only
-  bool have_row = false;
-  decltype(pos.at(0, 0)) last_p{};
+  source_rows<Source, A, std::decay_t<decltype(pos.at(0, 0))>> rows(src, style, pairs, static_cast<A>(sign));
   for (index_t l = 0; l < n_len; ++l) {
     for (index_t n = 0; n < n_batch; ++n) {
       const auto p = pos.at(n, l);
@@ -390,49 +502,17 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
         const auto& t = io[k];
         if (skip[k] || t.in_place()) continue;
         // Out of place: the features outside the rotated window pass through (converted to Out).
-        const index_t dim = t.in.extent(3);
-        for (index_t h = 0; h < t.in.extent(2); ++h) {
-          const In* in_row = &t.in(n, l, h, 0);
-          Out* out_row = &t.out(o0[k], o1[k], h, 0);
-          copy_span(in_row, t.in.stride(3), out_row, t.out.stride(3), offset);
-          const index_t end = offset + 2 * pairs;
-          copy_span(in_row + end * t.in.stride(3), t.in.stride(3), out_row + end * t.out.stride(3), t.out.stride(3),
-                    dim - end);
-        }
+        copy_outside_window(&t.in(n, l, 0, 0), t.in.stride(2), t.in.stride(3), &t.out(o0[k], o1[k], 0, 0), t.out.stride(2),
+                            t.out.stride(3), t.in.extent(2), t.in.extent(3), offset, pairs);
       }
       for (index_t b = 0; b < pairs; b += rope_chunk) {
         const index_t e = b + rope_chunk < pairs ? b + rope_chunk : pairs;
-        if (!(reuse && have_row && p == last_p)) {
-          if constexpr (std::is_same_v<Source, angle_src> && std::is_same_v<C, float>) {
-            if (reuse) {  // one chunk of float cos/sin: walk the positions with the stepper
-              stepper.advance(src.w, src.w_max, p, e);
-              scale_round(e, stepper.c, src.magnitude, cbuf[0]);
-              scale_round(e, stepper.s, src.magnitude, sbuf[0]);
-              cos[0] = cbuf[0];
-              sin[0] = sbuf[0];
-            } else {
-              source_fill(src, p, b, e, cbuf, sbuf, cos, sin);
-            }
-          } else {
-            source_fill(src, p, b, e, cbuf, sbuf, cos, sin);
-          }
-          last_p = p;
-          have_row = true;
-        }
+        rows.at(p, b, e);
         for (std::size_t k = 0; k < K; ++k) {
           if (skip[k]) continue;
           const auto& t = io[k];
-          const auto v = static_cast<std::size_t>(variant[k]);
-          // Few tokens (decode): all heads of the token share each cos/sin load, which halves the loads of a
-          // hot row. Many tokens (prefill, from DRAM): one head at a time, which keeps two streams per row for
-          // the prefetchers (measured 10% faster at 4096 tokens, and the whole token at once 40% faster at one
-          // token, on AMD Zen 1).
-          const index_t heads = t.in.extent(2);
-          const index_t block = n_batch * n_len <= rope_few_tokens ? heads : 1;
-          for (index_t h = 0; h < heads; h += block) {
-            rope_heads(style, &t.in(n, l, h, offset), t.in.stride(2), t.in.stride(3), &t.out(o0[k], o1[k], h, offset),
-                       t.out.stride(2), t.out.stride(3), block, pairs, b, e, cos[v], sin[v], static_cast<A>(sign));
-          }
+          rows.rotate(variant[k], &t.in(n, l, 0, offset), t.in.stride(2), t.in.stride(3), &t.out(o0[k], o1[k], 0, offset),
+                      t.out.stride(2), t.out.stride(3), t.in.extent(2), pairs, b, e);
         }
       }
     }

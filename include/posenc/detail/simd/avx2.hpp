@@ -200,6 +200,30 @@ inline vec<double, avx2> blend_sign(vec<double, avx2> m, vec<double, avx2> a, ve
   return {_mm256_blendv_pd(a.v, b.v, m.v)};
 }
 
+// ---- bits of float lanes ---------------------------------------------------------------------------------
+
+inline vec<float, avx2> set1_bits(lanes<float, avx2>, std::uint32_t b) {
+  return {_mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(b)))};
+}
+inline vec<float, avx2> and_bits(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_and_ps(a.v, b.v)}; }
+inline vec<float, avx2> or_bits(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_or_ps(a.v, b.v)}; }
+inline vec<float, avx2> sub_bits(vec<float, avx2> a, vec<float, avx2> b) {
+  return {_mm256_castsi256_ps(_mm256_sub_epi32(_mm256_castps_si256(a.v), _mm256_castps_si256(b.v)))};
+}
+template <int N>
+inline vec<float, avx2> shr_bits(vec<float, avx2> a) {
+  return {_mm256_castsi256_ps(_mm256_srli_epi32(_mm256_castps_si256(a.v), N))};
+}
+inline vec<float, avx2> blend_sign(vec<float, avx2> m, vec<float, avx2> a, vec<float, avx2> b) {
+  return {_mm256_blendv_ps(a.v, b.v, m.v)};
+}
+// Masked to a byte, then two unsigned-saturating packs (plain narrowings) 32 -> 16 -> 8 bits.
+inline void store_u8_bits(vec<float, avx2> x, std::uint8_t* p) {
+  const __m256i v = _mm256_and_si256(_mm256_castps_si256(x.v), _mm256_set1_epi32(0xff));
+  const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packus_epi16(w, w));
+}
+
 }  // namespace detail::simd
 POSENC_END_NAMESPACE
 POSENC_END_TARGET

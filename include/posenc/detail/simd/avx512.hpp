@@ -212,6 +212,28 @@ inline vec<double, avx512> blend_sign(vec<double, avx512> m, vec<double, avx512>
   return {_mm512_mask_blend_pd(_mm512_movepi64_mask(_mm512_castpd_si512(m.v)), a.v, b.v)};
 }
 
+// ---- bits of float lanes ---------------------------------------------------------------------------------
+
+inline vec<float, avx512> set1_bits(lanes<float, avx512>, std::uint32_t b) {
+  return {_mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(b)))};
+}
+inline vec<float, avx512> and_bits(vec<float, avx512> a, vec<float, avx512> b) { return {_mm512_and_ps(a.v, b.v)}; }
+inline vec<float, avx512> or_bits(vec<float, avx512> a, vec<float, avx512> b) { return {_mm512_or_ps(a.v, b.v)}; }
+inline vec<float, avx512> sub_bits(vec<float, avx512> a, vec<float, avx512> b) {
+  return {_mm512_castsi512_ps(_mm512_sub_epi32(_mm512_castps_si512(a.v), _mm512_castps_si512(b.v)))};
+}
+template <int N>
+inline vec<float, avx512> shr_bits(vec<float, avx512> a) {
+  return {_mm512_castsi512_ps(_mm512_srli_epi32(_mm512_castps_si512(a.v), N))};
+}
+inline vec<float, avx512> blend_sign(vec<float, avx512> m, vec<float, avx512> a, vec<float, avx512> b) {
+  return {_mm512_mask_blend_ps(_mm512_movepi32_mask(_mm512_castps_si512(m.v)), a.v, b.v)};
+}
+// vpmovdb keeps the low byte of each lane.
+inline void store_u8_bits(vec<float, avx512> x, std::uint8_t* p) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(_mm512_castps_si512(x.v)));
+}
+
 }  // namespace detail::simd
 POSENC_END_NAMESPACE
 POSENC_END_TARGET

@@ -178,5 +178,32 @@ inline vec<double, neon> blend_sign(vec<double, neon> m, vec<double, neon> a, ve
   return {vbslq_f64(vcltzq_s64(vreinterpretq_s64_f64(m.v)), b.v, a.v)};
 }
 
+// ---- bits of float lanes ---------------------------------------------------------------------------------
+
+inline vec<float, neon> set1_bits(lanes<float, neon>, std::uint32_t b) { return {vreinterpretq_f32_u32(vdupq_n_u32(b))}; }
+inline vec<float, neon> and_bits(vec<float, neon> a, vec<float, neon> b) {
+  return {vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(a.v), vreinterpretq_u32_f32(b.v)))};
+}
+inline vec<float, neon> or_bits(vec<float, neon> a, vec<float, neon> b) {
+  return {vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(a.v), vreinterpretq_u32_f32(b.v)))};
+}
+inline vec<float, neon> sub_bits(vec<float, neon> a, vec<float, neon> b) {
+  return {vreinterpretq_f32_u32(vsubq_u32(vreinterpretq_u32_f32(a.v), vreinterpretq_u32_f32(b.v)))};
+}
+template <int N>
+inline vec<float, neon> shr_bits(vec<float, neon> a) {
+  return {vreinterpretq_f32_u32(vshrq_n_u32(vreinterpretq_u32_f32(a.v), N))};
+}
+inline vec<float, neon> blend_sign(vec<float, neon> m, vec<float, neon> a, vec<float, neon> b) {
+  return {vbslq_f32(vcltzq_s32(vreinterpretq_s32_f32(m.v)), b.v, a.v)};
+}
+// Two narrowings 32 -> 16 -> 8 bits keep the low byte of each lane.
+inline void store_u8_bits(vec<float, neon> x, std::uint8_t* p) {
+  const uint16x4_t h = vmovn_u32(vreinterpretq_u32_f32(x.v));
+  const uint8x8_t b = vmovn_u16(vcombine_u16(h, h));
+  const std::uint32_t w = vget_lane_u32(vreinterpret_u32_u8(b), 0);
+  std::memcpy(p, &w, sizeof w);
+}
+
 }  // namespace detail::simd
 POSENC_END_NAMESPACE

@@ -151,5 +151,36 @@ inline vec<double, scalar> blend_sign(vec<double, scalar> m, vec<double, scalar>
   return (bits_of(m.v) >> 63) != 0 ? b : a;
 }
 
+// ---- bits of float lanes ---------------------------------------------------------------------------------
+
+inline std::uint32_t bits_of(float x) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+inline float float_of(std::uint32_t u) {
+  float x = 0;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+inline vec<float, scalar> set1_bits(lanes<float, scalar>, std::uint32_t b) { return {float_of(b)}; }
+inline vec<float, scalar> and_bits(vec<float, scalar> a, vec<float, scalar> b) {
+  return {float_of(bits_of(a.v) & bits_of(b.v))};
+}
+inline vec<float, scalar> or_bits(vec<float, scalar> a, vec<float, scalar> b) {
+  return {float_of(bits_of(a.v) | bits_of(b.v))};
+}
+inline vec<float, scalar> sub_bits(vec<float, scalar> a, vec<float, scalar> b) {
+  return {float_of(bits_of(a.v) - bits_of(b.v))};
+}
+template <int N>
+inline vec<float, scalar> shr_bits(vec<float, scalar> a) {
+  return {float_of(bits_of(a.v) >> N)};
+}
+inline vec<float, scalar> blend_sign(vec<float, scalar> m, vec<float, scalar> a, vec<float, scalar> b) {
+  return (bits_of(m.v) >> 31) != 0 ? b : a;
+}
+inline void store_u8_bits(vec<float, scalar> x, std::uint8_t* p) { *p = static_cast<std::uint8_t>(bits_of(x.v)); }
+
 }  // namespace detail::simd
 POSENC_END_NAMESPACE

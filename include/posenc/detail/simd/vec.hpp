@@ -32,6 +32,11 @@
 //   set1_bits(lanes<double, I>, uint64) -> V
 //   and_bits(V, V), xor_bits(V, V), add_bits(V, V) (uint64 add, wrapping), shl_bits<N>(V)
 //   blend_sign(m, a, b)                          b in the lanes where m's sign bit is set, a elsewhere
+//   -- bits of float lanes (8-bit codes, detail/kernels/quant-inl.hpp) --
+//   set1_bits(lanes<float, I>, uint32) -> V
+//   and_bits(V, V), or_bits(V, V), sub_bits(V, V) (uint32 subtract, wrapping), shr_bits<N>(V) (logical)
+//   blend_sign(m, a, b)                          as for double lanes
+//   store_u8_bits(V, uint8*)                     the low 8 bits of each lane (width bytes)
 // Every target also uses the 1-lane scalar vectors for its loop tails and strided rows (Highway's
 // CappedTag<T, 1>): the tail runs the same body, so a row's result never depends on where a vector ends.
 #pragma once
