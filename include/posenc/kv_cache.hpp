@@ -162,13 +162,28 @@ status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
   return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
 }
 
-/// Rotates k into its cache slots and copies v into theirs (checked by check_append).
-template <class Dispatch, class F, class KIn, class KOut, class VIn, class VOut>
-void run_append(const F& freq, rope_io<KIn, KOut> k, rope_io<VIn, VOut> v, const positions& pos, const token_map& map) {
+/// Rotates q in place (when not null), k into its cache slots and v into theirs (checked by check_append and
+/// the caller): one fused pass per token when q, k and v share a storage type and so do the two caches (a fused
+/// QKV buffer into one cache type) and q and k rotate in one arithmetic type, else a pass each.
+template <class Dispatch, class F, class Q, class KIn, class KOut, class VIn, class VOut>
+void run_append(const F& freq, const rope_io<Q, Q>* q, rope_io<KIn, KOut> k, rope_io<VIn, VOut> v, const positions& pos,
+                const token_map& map) {
   k.map = map;
   v.map = map;
-  run_rope<Dispatch>(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
-  run_copy_tokens<Dispatch>(v);
+  using I = canonical_of_t<KIn>;
+  using O = canonical_of_t<KOut>;
+  using S = decltype(source_of(freq));
+  if constexpr (std::is_same_v<I, canonical_of_t<Q>> && std::is_same_v<I, canonical_of_t<VIn>> &&
+                std::is_same_v<O, canonical_of_t<VOut>> && std::is_same_v<rope_acc_t<S, I, O>, rope_acc_t<S, I, I>>) {
+    const rope_geom g = geom_of(freq);
+    const rope_io<I, I> cq = q != nullptr ? canonical(*q) : rope_io<I, I>{};
+    append_rows_entry<Dispatch>(canonical(source_of(freq)), pos, g.style, g.offset, g.pairs, cq, canonical(k),
+                                canonical(v));
+  } else {
+    if (q != nullptr) run_rope<Dispatch>(freq, pos, 1.0, std::array<rope_io<Q, Q>, 1>{*q});
+    run_rope<Dispatch>(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
+    run_copy_tokens<Dispatch>(v);
+  }
 }
 
 }  // namespace detail
@@ -196,7 +211,8 @@ status try_rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cach
   detail::token_map map;
   index_t max_pos = -1;
   POSENC_TRY(detail::check_append("rope_append_kv", freq, tk, tv, pos, slots, map, max_pos));
-  if (max_pos >= 0) detail::run_append<Dispatch>(freq, tk, tv, pos, map);
+  using KI = std::remove_const_t<typename decltype(tk.in)::element_type>;
+  if (max_pos >= 0) detail::run_append<Dispatch>(freq, static_cast<const detail::rope_io<KI, KI>*>(nullptr), tk, tv, pos, map);
   return {};
 }
 template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
@@ -224,8 +240,7 @@ status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, V
   if (detail::spans_overlap(tq.out, tk.out) || detail::spans_overlap(tq.out, tv.out))
     return detail::fail(fn, "q overlaps a cache");
   if (max_pos < 0) return {};
-  detail::run_rope<Dispatch>(freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 1>{tq});
-  detail::run_append<Dispatch>(freq, tk, tv, pos, map);
+  detail::run_append<Dispatch>(freq, &tq, tk, tv, pos, map);
   return {};
 }
 template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,

@@ -55,6 +55,17 @@
 #define POSENC_INST_ROPE_TABLE(C, Pos) POSENC_INST_ROPE_SOURCE(table_src<C>, Pos)
 
 #define POSENC_INST_COPY(In, Out) template void copy_tokens_entry<default_dispatch, In, Out>(const rope_io<In, Out>&);
+// append_rows: q, k and v of one storage type into caches of one type, from a plan, a cache or a table, where q
+// and k rotate in one arithmetic type (a double cache under float input takes the unfused path).
+#define POSENC_INST_APPEND(Out, In, Src)                                                                        \
+  template void append_rows_entry<default_dispatch, Src, In, Out>(const Src&, const positions&, rope_style,  \
+                                                                  index_t, index_t, const rope_io<In, In>&, \
+                                                                  const rope_io<In, Out>&, const rope_io<In, Out>&);
+#define POSENC_INST_APPEND_NARROW(In, Src) \
+  POSENC_INST_APPEND(float, In, Src) POSENC_INST_APPEND(f16_storage, In, Src) POSENC_INST_APPEND(bf16_storage, In, Src)
+#define POSENC_INST_APPEND_SOURCE(Src, unused)                                                      \
+  POSENC_INST_APPEND_NARROW(float, Src) POSENC_INST_APPEND_NARROW(f16_storage, Src)                \
+  POSENC_INST_APPEND_NARROW(bf16_storage, Src) POSENC_EACH_STORAGE_B(POSENC_INST_APPEND, double, Src)
 #define POSENC_INST_COPY_OUT(Out, unused) POSENC_EACH_STORAGE_B(POSENC_INST_COPY, Out)
 
 #define POSENC_INST_CACHE_FILL(C, unused) \
@@ -113,6 +124,11 @@ POSENC_EACH_STORAGE_A(POSENC_INST_ROPE_INPLACE, angle_src, delta_positions)
 POSENC_EACH_STORAGE_A(POSENC_INST_ROPE_INPLACE, rerotate_src, positions)
 
 POSENC_EACH_STORAGE_A(POSENC_INST_COPY_OUT, 0)
+POSENC_INST_APPEND_SOURCE(angle_src, 0)
+POSENC_INST_APPEND_SOURCE(table_src<float>, 0)
+POSENC_INST_APPEND_SOURCE(table_src<double>, 0)
+POSENC_INST_APPEND_SOURCE(table_src<f16_storage>, 0)
+POSENC_INST_APPEND_SOURCE(table_src<bf16_storage>, 0)
 POSENC_EACH_TABLE(POSENC_INST_CACHE_FILL, 0)
 POSENC_INST_QUANT_SOURCE(angle_src, 0)
 POSENC_INST_QUANT_SOURCE(table_src<float>, 0)
@@ -140,6 +156,9 @@ POSENC_END_NAMESPACE
 #undef POSENC_INST_ROPE_TABLE
 #undef POSENC_INST_COPY
 #undef POSENC_INST_COPY_OUT
+#undef POSENC_INST_APPEND
+#undef POSENC_INST_APPEND_NARROW
+#undef POSENC_INST_APPEND_SOURCE
 #undef POSENC_INST_CACHE_FILL
 #undef POSENC_INST_QUANT
 #undef POSENC_INST_QUANT_CODES

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
@@ -78,18 +79,12 @@ class strided_view {
     return n;
   }
   /// True when some extent is 0 (without forming the size, which may overflow for a view not yet checked).
-  bool empty() const {
-    for (index_t e : extents_)
-      if (e == 0) return true;
-    return false;
-  }
+  bool empty() const { return any_zero(std::make_index_sequence<Rank>{}); }
 
   /// Elements from data() to one past the last addressed element (std::mdspan's required_span_size).
   index_t required_span_size() const {
     if (empty()) return 0;
-    index_t span = 1;
-    for (std::size_t d = 0; d < Rank; ++d) span += (extents_[d] - 1) * strides_[d];
-    return span;
+    return 1 + reach(std::make_index_sequence<Rank>{});
   }
 
   /// The elements [begin, begin + count) along dimension `dim`, same strides, no copy: a thread's share of a
@@ -122,13 +117,25 @@ class strided_view {
   template <class... I>
   T& operator()(I... i) const {
     static_assert(sizeof...(I) == Rank, "posenc::strided_view: wrong number of indices");
-    const index_t idx[] = {static_cast<index_t>(i)...};
-    index_t off = 0;
-    for (std::size_t d = 0; d < Rank; ++d) off += idx[d] * strides_[d];
-    return data_[off];
+    return data_[offset(std::make_index_sequence<Rank>{}, static_cast<index_t>(i)...)];
   }
 
  private:
+  // A sum of scalar products: as a loop over an index array, GCC vectorises it into 64-bit vector multiplies
+  // that AVX2 lacks (emulated, ~10% of a one-token RoPE call); the fold stays a few imuls.
+  template <std::size_t... D, class... I>
+  index_t offset(std::index_sequence<D...>, I... i) const {
+    return ((i * strides_[D]) + ...);
+  }
+  template <std::size_t... D>
+  bool any_zero(std::index_sequence<D...>) const {
+    return ((extents_[D] == 0) | ...);
+  }
+  template <std::size_t... D>
+  index_t reach(std::index_sequence<D...>) const {
+    return (((extents_[D] - 1) * strides_[D]) + ...);
+  }
+
   T* data_ = nullptr;
   extents_type extents_{};
   extents_type strides_{};

@@ -144,6 +144,11 @@ void rope_rows_entry(const Source& src, const Pos& pos, rope_style style, index_
                      const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
   Dispatch::call([&](auto t) { rope_rows(t, src, pos, style, offset, pairs, sign, io, variant); });
 }
+template <class Dispatch, class Source, class In, class Out>
+void append_rows_entry(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
+                       const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
+  Dispatch::call([&](auto t) { append_rows(t, src, pos, style, offset, pairs, q, k, v); });
+}
 template <class Dispatch, class In, class Out>
 void copy_tokens_entry(const rope_io<In, Out>& t) {
   Dispatch::call([&](auto k) { copy_tokens(k, t); });
