@@ -311,16 +311,22 @@ TEST_P(RopeQuant, VectorCodesEqualTheScalarRulesOverASweepOfFloats) {
 }
 
 TEST_P(RopeQuant, DynamicScalesEqualTheScalarAbsmaxWithNanAndTails) {
-  // Rows whose absmax sits in the vector body, in the tail, or behind a NaN (ignored), at head dims that are
-  // and are not multiples of every width; codes against the scalar rules with the stored scale.
+  // Rows whose absmax sits in the vector body, in the tail, or behind a NaN (ignored); an infinity; all zeros;
+  // values so small that the scale is subnormal, and so large that their sum overflows (the kernel's fast path
+  // for finite rows must step aside for the last three); at head dims that are and are not multiples of every
+  // width. Codes against the scalar rules with the stored scale.
   for (const index_t D : {index_t{2}, index_t{6}, index_t{24}, index_t{66}, index_t{128}}) {
-    const index_t H = 5;
+    const index_t H = 8;
     std::vector<float> x(static_cast<std::size_t>(H * D));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * static_cast<float>(1 + i % 7);
+    const auto row = [&](index_t h) { return x.begin() + h * D; };
     x[static_cast<std::size_t>(1 * D + D - 1)] = 40.0f;                         // absmax in the tail
     x[static_cast<std::size_t>(2 * D)] = std::numeric_limits<float>::quiet_NaN();  // ignored by the scale
     x[static_cast<std::size_t>(3 * D)] = -77.0f;                                // absmax in the first vector
-    std::fill(x.begin() + 4 * D, x.begin() + 5 * D, 0.0f);                     // all zero: scale 0, codes 0
+    std::fill(row(4), row(5), 0.0f);                                            // all zero: scale 0, codes 0
+    x[static_cast<std::size_t>(5 * D + D - 1)] = std::numeric_limits<float>::infinity();
+    std::transform(row(6), row(7), row(6), [](float v) { return v * 1e-38f; });  // scale subnormal
+    std::transform(row(7), row(8), row(7), [](float v) { return v * 4e37f; });   // their sum overflows
     posenc::rope_config cfg;
     cfg.head_dim = D;
     const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
@@ -330,13 +336,15 @@ TEST_P(RopeQuant, DynamicScalesEqualTheScalarAbsmaxWithNanAndTails) {
                                  posenc::strided_view<std::int8_t, 4>(codes.data(), {1, 1, H, D}),
                                  posenc::strided_view<float, 3>(sc.data(), {1, 1, H}), posenc::positions::offset(0),
                                  posenc::quant_spec{});
-    // Position 0 rotates by the identity (cos 1, sin 0), except that a NaN reaches its pair partner through 0 * NaN.
+    // Position 0 rotates by cos 1 and sin 0: a c - b s and b c + a s as the kernel forms them (a NaN or an
+    // infinity reaches its pair partner through 0 * NaN or 0 * inf).
     std::vector<float> y = x;
     for (index_t h = 0; h < H; ++h)
       for (index_t i = 0; i < D / 2; ++i) {
-        float& a = y[static_cast<std::size_t>(h * D + i)];
-        float& b = y[static_cast<std::size_t>(h * D + i + D / 2)];
-        if (std::isnan(a) || std::isnan(b)) a = b = std::numeric_limits<float>::quiet_NaN();
+        const float a = x[static_cast<std::size_t>(h * D + i)], b = x[static_cast<std::size_t>(h * D + i + D / 2)];
+        volatile float one = 1.0f, zero = 0.0f;  // no constant folding of inf * 0
+        y[static_cast<std::size_t>(h * D + i)] = a * one - b * zero;
+        y[static_cast<std::size_t>(h * D + i + D / 2)] = b * one + a * zero;
       }
     for (index_t h = 0; h < H; ++h) {
       float m = 0.0f;

@@ -108,9 +108,9 @@ inline void bits_d(const std::uint64_t* a, const std::uint64_t* b, const std::ui
 }
 
 /// Bits of float lanes: 0 and, 1 or, 2 sub (uint32), 3 shr<20>(a), 4 shr<31>(a), 5 blend_sign(a, b, c),
-/// 6 set1_bits(a[i]); store_u8_bits(a) into bytes.
+/// 6 set1_bits(a[i]); store_u8_bits(a) into bytes, and in fours of vectors into bytes4 (n a multiple of 4 widths).
 inline void bits_f(const std::uint32_t* a, const std::uint32_t* b, const std::uint32_t* c, std::uint32_t* out,
-                   std::uint8_t* bytes, int n) {
+                   std::uint8_t* bytes, std::uint8_t* bytes4, int n) {
   const DF d;
   for (int i = 0; i < n; i += WF) {
     alignas(64) float x[16], y[16], z[16], r[16];
@@ -130,6 +130,11 @@ inline void bits_f(const std::uint32_t* a, const std::uint32_t* b, const std::ui
     store(set1_bits(d, a[i]), r);
     for (int k = 0; k < WF; ++k) out[6 * n + i + k] = simd::bits_of(r[k]);
     store_u8_bits(vx, bytes + i);
+  }
+  for (int i = 0; i < n; i += 4 * WF) {
+    alignas(64) float x[64];
+    for (int k = 0; k < 4 * WF; ++k) x[k] = simd::float_of(a[i + k]);
+    store_u8_bits(load(d, x), load(d, x + WF), load(d, x + 2 * WF), load(d, x + 3 * WF), bytes4 + i);
   }
 }
 

@@ -38,26 +38,29 @@ inline bool add_overflows(index_t a, index_t b, index_t& r) noexcept {
 #endif
 }
 
+/// Whether check_view accepts `v`, decided in one pass without early exits or a status: a decode call checks
+/// several views, and most are valid.
+template <class T, std::size_t R>
+bool view_ok(const strided_view<T, R>& v, bool output) {
+  bool signs = true, empty = false, fits = true;
+  index_t span = 1, count = 1;
+  for (std::size_t d = 0; d < R; ++d) {
+    const index_t e = v.extent(d), s = v.stride(d);
+    signs &= (e >= 0) & (s >= 0) & !(output && s == 0 && e > 1);
+    empty |= e == 0;
+    index_t reach = 0;
+    fits &= !mul_overflows(count, e, count) & !mul_overflows(e - 1, s, reach) & !add_overflows(span, reach, span);
+  }
+  index_t bytes = 0;
+  return signs && (empty || (v.data() != nullptr && fits && !mul_overflows(span, static_cast<index_t>(sizeof(T)), bytes)));
+}
+
 /// Extents and strides >= 0, non-null data when non-empty; an output must not write one element twice
 /// through a zero stride.
 template <class T, std::size_t R>
 status check_view(const char* fn, const char* name, const strided_view<T, R>& v, bool output) {
-  // A decode call checks several views, and most are valid: one pass without early exits decides that, and only
-  // a view it does not clear takes the rule-by-rule pass below, which finds the first broken rule and its message.
-  {
-    bool signs = true, empty = false, fits = true;
-    index_t span = 1, count = 1;
-    for (std::size_t d = 0; d < R; ++d) {
-      const index_t e = v.extent(d), s = v.stride(d);
-      signs &= (e >= 0) & (s >= 0) & !(output && s == 0 && e > 1);
-      empty |= e == 0;
-      index_t reach = 0;
-      fits &= !mul_overflows(count, e, count) & !mul_overflows(e - 1, s, reach) & !add_overflows(span, reach, span);
-    }
-    index_t bytes = 0;
-    if (signs && (empty || (v.data() != nullptr && fits && !mul_overflows(span, static_cast<index_t>(sizeof(T)), bytes))))
-      return {};
-  }
+  // Only a view that view_ok does not clear takes the rule-by-rule pass, which finds the first broken rule.
+  if (view_ok(v, output)) return {};
   for (std::size_t d = 0; d < R; ++d) {
     if (v.extent(d) < 0) return fail(fn, name, ".extent(", d, ")=", v.extent(d), " must be >= 0");
     if (v.stride(d) < 0) return fail(fn, name, ".stride(", d, ")=", v.stride(d), " must be >= 0");

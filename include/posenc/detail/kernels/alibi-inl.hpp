@@ -11,14 +11,19 @@ namespace POSENC_TARGET_NS {
 
 /// Lane k of the vectors of distances: k (a constant, loaded once per span).
 alignas(64) inline constexpr double alibi_iota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+alignas(64) inline constexpr float alibi_iota_f[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+inline const double* alibi_iota_of(double) { return alibi_iota; }
+inline const float* alibi_iota_of(float) { return alibi_iota_f; }
 
 template <bool Add, class D, class T>
-index_t alibi_body(D d, T* row, index_t j, index_t end, double slope, double first_distance) {
+index_t alibi_body(D d, T* row, index_t j, index_t end, typename D::lane_type slope,
+                   typename D::lane_type first_distance) {
+  using A = typename D::lane_type;
   constexpr index_t W = vec_of<D>::width;
   const auto sl = set1(d, slope);
-  const auto step = set1(d, static_cast<double>(W));
-  // Distances j - q as exact doubles (|j - q| < 2^53), advanced by W per step.
-  auto dist = add(set1(d, first_distance), load(d, alibi_iota));
+  const auto step = set1(d, static_cast<A>(W));
+  // Distances j - q as exact values (|j - q| < 2^53 in double, < 2^24 in float), advanced by W per step.
+  auto dist = add(set1(d, first_distance), load(d, alibi_iota_of(A{})));
   for (; j + W <= end; j += W) {
     if constexpr (Add) {
       store(fma(sl, dist, load(d, row + j)), row + j);
@@ -30,12 +35,32 @@ index_t alibi_body(D d, T* row, index_t j, index_t end, double slope, double fir
   return j;
 }
 
+/// Whether slope * d is exact in float for every |d| <= max_distance, so that float arithmetic gives the bits
+/// of the double form: the slope is a normal float whose odd significand m satisfies m * max_distance < 2^24,
+/// and the products stay below float's overflow. Then fma in float is one rounding of slope * d + e, and the
+/// double form rounds the same sum twice (double, then float), which gives the same float: the sum of two
+/// floats, where double holds more than 2 * 24 + 2 bits (Figueroa, "When is double rounding innocuous?", 1995).
+/// Power-of-two slopes (every ALiBi slope of a power-of-two head count H <= 8, and every eighth slope of larger
+/// H) take it for rows of up to 2^24 keys.
+inline bool alibi_float_exact(double slope, index_t max_distance) {
+  const auto f = static_cast<float>(slope);
+  if (static_cast<double>(f) != slope || !(std::fabs(f) >= std::numeric_limits<float>::min()) || max_distance >= (index_t{1} << 24))
+    return false;
+  if (std::fabs(slope) * static_cast<double>(max_distance) >= 0x1p127) return false;
+  int e = 0;
+  auto m = static_cast<std::uint32_t>(std::ldexp(std::fabs(std::frexp(f, &e)), 24));  // the 24-bit significand
+  while ((m & 1u) == 0u) m >>= 1u;
+  return static_cast<index_t>(m) * max_distance < (index_t{1} << 24);
+}
+
 /// Keys [begin, end) of one row: e = slope * (j - query) (write: the product math::alibi_bias_value forms) or
 /// e = fma(slope, j - query, e) (Add), in double, rounded to T once (Eigen::half and bfloat16 through float, as
 /// simd::store_as does everywhere). The add is one fused multiply-add, written as such: compilers fuse a
 /// product and a sum on their own where the ISA has FMA (GCC across statements, even from intrinsics), so an
 /// unfused form would round differently per compiler. The portable target of a CPU without FMA rounds the
 /// product first: at most 1 ulp of double apart. The symmetric form passes -slope for the keys after the query.
+/// Float and 16-bit rows whose products are exact in float (alibi_float_exact) run in float lanes: the same
+/// bits, twice the lanes and no conversions (the decode row was compute-bound in double).
 template <bool Add, class T>
 void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope, index_t query) {
   if (begin >= end) return;
@@ -43,6 +68,15 @@ void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope
   index_t j = begin;
   if (stride == 1) {
     const double first = static_cast<double>(begin - query);
+    if constexpr (!std::is_same_v<T, double>) {
+      const index_t far = std::max(std::abs(begin - query), std::abs(end - 1 - query));
+      if (alibi_float_exact(slope, far)) {
+        const auto fs = static_cast<float>(slope);
+        j = alibi_body<Add>(simd::lanes<float, isa_tag>{}, row, j, end, fs, static_cast<float>(first));
+        j = alibi_body<Add>(simd::lanes<float, simd::scalar>{}, row, j, end, fs, static_cast<float>(j - query));
+        return;
+      }
+    }
     j = alibi_body<Add>(simd::lanes<double, isa_tag>{}, row, j, end, slope, first);
     j = alibi_body<Add>(d1, row, j, end, slope, first + static_cast<double>(j - begin));
   }

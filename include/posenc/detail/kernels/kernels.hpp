@@ -16,10 +16,12 @@
 #error "posenc: the kernels depend on IEEE rounding (exact range reduction, round-to-nearest-even); this translation unit is built with -ffast-math (or -Ofast): build it without"
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>

@@ -27,11 +27,15 @@ vec_of<D> nan_lanes(D d, vec_of<D> v) {
 
 /// int8 codes of v (already multiplied by the inverse scale) in the low byte of each lane: round half to even,
 /// saturated to [-128, 127], NaN -> 0 (math::quantize_int8). Clamping first gives the same code: every v past a
-/// bound rounds to it or beyond.
-template <class D>
+/// bound rounds to it or beyond. Unchecked: for a row known finite with |v| <= 127.5 (its own dynamic scale,
+/// normal), where the rounding alone gives the code.
+template <bool Checked, class D>
 vec_of<D> int8_codes(D d, vec_of<D> v) {
-  const auto c = min(max(v, set1(d, -128.0f)), set1(d, 127.0f));
-  return add(blend_sign(nan_lanes(d, v), c, set1(d, 0.0f)), set1(d, 12582912.0f));  // 1.5 * 2^23
+  if constexpr (Checked) {
+    const auto c = min(max(v, set1(d, -128.0f)), set1(d, 127.0f));
+    v = blend_sign(nan_lanes(d, v), c, set1(d, 0.0f));
+  }
+  return add(v, set1(d, 12582912.0f));  // 1.5 * 2^23
 }
 
 /// OFP8 codes of v with Man mantissa bits and exponent bias Bias (math::float_to_fp8<Man, Bias, MaxCode,
@@ -53,54 +57,72 @@ vec_of<D> fp8_codes(D d, vec_of<D> v, float max_finite, float bound) {
   return blend_sign(nan_lanes(d, v), code, or_bits(set1_bits(d, NanCode), sign));
 }
 
-template <class D>
-vec_of<D> codes_of(D d, quant_format fmt, vec_of<D> v) {
-  switch (fmt) {
-    case quant_format::fp8_e4m3: return fp8_codes<3u, 7u, math::e4m3_nan_code>(d, v, math::e4m3_max, 512.0f);
-    case quant_format::fp8_e5m2: return fp8_codes<2u, 15u, math::e5m2_nan_code>(d, v, math::e5m2_max, 65536.0f);
-    case quant_format::int8: break;
-  }
-  return int8_codes(d, v);
-}
-
-template <class D>
-index_t codes_body(D d, quant_format fmt, const float* x, index_t i, index_t n, float inv, std::uint8_t* out) {
+template <class D, class Code>
+index_t codes_body(D d, const Code& code, const float* x, index_t i, index_t n, float inv, std::uint8_t* out) {
   constexpr index_t W = vec_of<D>::width;
   const auto s = set1(d, inv);
-  for (; i + W <= n; i += W) store_u8_bits(codes_of(d, fmt, mul(load(d, x + i), s)), out + i);
+  const auto at = [&](index_t k) { return code(d, mul(load(d, x + k), s)); };
+  for (; i + 4 * W <= n; i += 4 * W) store_u8_bits(at(i), at(i + W), at(i + 2 * W), at(i + 3 * W), out + i);
+  for (; i + W <= n; i += W) store_u8_bits(at(i), out + i);
   return i;
 }
 
-/// out[e * so] = code of x[e] * inv for e < n; the tail and strided rows through 1-lane vectors of the same ops.
-inline void quantize_row(quant_format fmt, const float* x, index_t n, float inv, std::uint8_t* out, index_t so) {
+/// out[e * so] = code(x[e] * inv) for e < n; the tail and strided rows through 1-lane vectors of the same ops.
+template <class Code>
+void code_row(const Code& code, const float* x, index_t n, float inv, std::uint8_t* out, index_t so) {
   index_t e = 0;
-  if (so == 1) e = codes_body(simd::lanes<float, isa_tag>{}, fmt, x, 0, n, inv, out);
+  if (so == 1) e = codes_body(simd::lanes<float, isa_tag>{}, code, x, 0, n, inv, out);
   const simd::lanes<float, simd::scalar> d1;
-  for (; e < n; ++e) store_u8_bits(codes_of(d1, fmt, mul(load(d1, x + e), set1(d1, inv))), out + e * so);
+  for (; e < n; ++e) store_u8_bits(code(d1, mul(load(d1, x + e), set1(d1, inv))), out + e * so);
+}
+
+/// One row of codes by `fmt`; int8 rows known finite and scaled by their own normal dynamic scale skip the
+/// clamp and the NaN test (`checked` false).
+inline void quantize_row(quant_format fmt, bool checked, const float* x, index_t n, float inv, std::uint8_t* out,
+                         index_t so) {
+  switch (fmt) {
+    case quant_format::fp8_e4m3:
+      return code_row([](auto d, auto v) { return fp8_codes<3u, 7u, math::e4m3_nan_code>(d, v, math::e4m3_max, 512.0f); },
+                      x, n, inv, out, so);
+    case quant_format::fp8_e5m2:
+      return code_row([](auto d, auto v) { return fp8_codes<2u, 15u, math::e5m2_nan_code>(d, v, math::e5m2_max, 65536.0f); },
+                      x, n, inv, out, so);
+    case quant_format::int8: break;
+  }
+  if (checked) return code_row([](auto d, auto v) { return int8_codes<true>(d, v); }, x, n, inv, out, so);
+  code_row([](auto d, auto v) { return int8_codes<false>(d, v); }, x, n, inv, out, so);
 }
 
 template <class D>
-index_t absmax_body(D d, const float* x, index_t n, float& m) {
+index_t absmax_body(D d, const float* x, index_t n, float& m, bool& finite) {
   constexpr index_t W = vec_of<D>::width;
-  index_t i = 0;
   if (n < W) return 0;
   auto acc = set1(d, 0.0f);
+  auto sum = set1(d, 0.0f);  // NaN or infinite when some x is (or, rarely, when finite values overflow it)
+  index_t i = 0;
   for (; i + W <= n; i += W) {
     const auto v = load(d, x + i);
-    // NaN lanes count as 0 (math::int8_dynamic_scale's absmax ignores them), whatever max does with NaN.
-    acc = max(acc, blend_sign(nan_lanes(d, v), and_bits(v, set1_bits(d, 0x7fffffffu)), set1(d, 0.0f)));
+    acc = max(and_bits(v, set1_bits(d, 0x7fffffffu)), acc);  // a NaN lane keeps acc (the bound-second rule)
+    sum = add(sum, v);
   }
   alignas(64) float lanes[64];
   store(acc, lanes);
   for (index_t k = 0; k < W; ++k) m = lanes[k] > m ? lanes[k] : m;
+  store(sum, lanes);
+  for (index_t k = 0; k < W; ++k) finite &= std::isfinite(lanes[k]);
   return i;
 }
 
-/// max |x[e]| over e < n, NaN ignored.
-inline float absmax(const float* x, index_t n) {
+/// max |x[e]| over e < n, NaN ignored (math::int8_dynamic_scale's absmax); `finite` cleared when a value may not
+/// be finite.
+inline float absmax(const float* x, index_t n, bool& finite) {
   float m = 0.0f;
-  index_t e = absmax_body(simd::lanes<float, isa_tag>{}, x, n, m);
-  for (; e < n; ++e) m = std::fabs(x[e]) > m ? std::fabs(x[e]) : m;
+  finite = true;
+  index_t e = absmax_body(simd::lanes<float, isa_tag>{}, x, n, m, finite);
+  for (; e < n; ++e) {
+    m = std::fabs(x[e]) > m ? std::fabs(x[e]) : m;
+    finite &= std::isfinite(x[e]);
+  }
   return m;
 }
 
@@ -143,13 +165,17 @@ void rope_quant_rows(target, const Source* src, const positions& pos, rope_style
           for (index_t h = 0; h < hn; ++h) {
             const float* r = scratch + h * dim;
             float scale = 0.0f;
+            bool checked = true;
             if (q.scales == nullptr) {
-              scale = math::int8_dynamic_scale(absmax(r, dim));
+              bool finite = true;
+              scale = math::int8_dynamic_scale(absmax(r, dim, finite));
               q.scale_out[o0 * q.scale_out_stride[0] + o1 * q.scale_out_stride[1] + (h0 + h) * q.scale_out_stride[2]] = scale;
+              // |x * inv| <= 127 (1 + 2^-22) when the scale is normal; a subnormal one lost the precision that needs.
+              checked = !(finite && (scale == 0.0f || scale >= std::numeric_limits<float>::min()));
             } else {
               scale = q.scales[(h0 + h) * q.scale_stride];
             }
-            quantize_row(q.format, r, dim, math::quant_inverse_scale(scale),
+            quantize_row(q.format, checked, r, dim, math::quant_inverse_scale(scale),
                          reinterpret_cast<std::uint8_t*>(&out(o0, o1, h0 + h, 0)), out.stride(3));
           }
         }

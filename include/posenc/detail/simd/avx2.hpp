@@ -100,6 +100,19 @@ inline void store(vec<double, avx2> x, S* p) {
   avx2_detail::store_u16x4(avx2_detail::bf16_round(_mm256_cvtpd_ps(x.v)), p);
 }
 
+// Two vectors into 2 * width adjacent elements: two stores, except bfloat16, whose two rounded halves pack in
+// one in-lane pack and one permute into a 256-bit store (one vector alone costs an extract and a pack).
+template <class A, class S>
+inline void store2(vec<A, avx2> a, vec<A, avx2> b, S* p) {
+  store(a, p);
+  store(b, p + vec<A, avx2>::width);
+}
+template <class S, if_bf16<S> = 0>
+inline void store2(vec<float, avx2> a, vec<float, avx2> b, S* p) {
+  const __m256i r = _mm256_packus_epi32(avx2_detail::bf16_round(a.v), avx2_detail::bf16_round(b.v));  // a0-3 b0-3 | a4-7 b4-7
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(r, 0xD8));
+}
+
 // A 128-bit broadcast load (no shuffle uop) and one in-lane permute: cross-lane vpermps/vpermpd cost 3 uops
 // on AMD Zen 1 and 2, and an in-lane permute is one on every AVX2 core.
 inline vec<float, avx2> load_dup_pairs(lanes<float, avx2>, const float* p) {
@@ -222,6 +235,14 @@ inline void store_u8_bits(vec<float, avx2> x, std::uint8_t* p) {
   const __m256i v = _mm256_and_si256(_mm256_castps_si256(x.v), _mm256_set1_epi32(0xff));
   const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packus_epi16(w, w));
+}
+// Four vectors at once: three in-lane packs and one permute for 32 bytes (the one-vector form costs twice that).
+inline void store_u8_bits(vec<float, avx2> a, vec<float, avx2> b, vec<float, avx2> c, vec<float, avx2> d, std::uint8_t* p) {
+  const __m256i m = _mm256_set1_epi32(0xff);
+  const __m256i ab = _mm256_packus_epi32(_mm256_and_si256(_mm256_castps_si256(a.v), m), _mm256_and_si256(_mm256_castps_si256(b.v), m));
+  const __m256i cd = _mm256_packus_epi32(_mm256_and_si256(_mm256_castps_si256(c.v), m), _mm256_and_si256(_mm256_castps_si256(d.v), m));
+  const __m256i q = _mm256_packus_epi16(ab, cd);  // a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
 }  // namespace detail::simd

@@ -106,6 +106,13 @@ inline void store(vec<double, avx512> x, S* p) {
 }
 
 // One half-width load and a cross-lane permute: cheaper than a broadcast per pair.
+// Two vectors into 2 * width adjacent elements (two stores).
+template <class A, class S>
+inline void store2(vec<A, avx512> a, vec<A, avx512> b, S* p) {
+  store(a, p);
+  store(b, p + vec<A, avx512>::width);
+}
+
 inline vec<float, avx512> load_dup_pairs(lanes<float, avx512>, const float* p) {
   const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   return {_mm512_permutexvar_ps(idx, _mm512_castps256_ps512(_mm256_loadu_ps(p)))};
@@ -232,6 +239,13 @@ inline vec<float, avx512> blend_sign(vec<float, avx512> m, vec<float, avx512> a,
 // vpmovdb keeps the low byte of each lane.
 inline void store_u8_bits(vec<float, avx512> x, std::uint8_t* p) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(_mm512_castps_si512(x.v)));
+}
+inline void store_u8_bits(vec<float, avx512> a, vec<float, avx512> b, vec<float, avx512> c, vec<float, avx512> d,
+                          std::uint8_t* p) {
+  store_u8_bits(a, p);
+  store_u8_bits(b, p + 16);
+  store_u8_bits(c, p + 32);
+  store_u8_bits(d, p + 48);
 }
 
 }  // namespace detail::simd

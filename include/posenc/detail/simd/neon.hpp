@@ -97,6 +97,13 @@ inline void store(vec<double, neon> x, S* p) {
   neon_detail::store_u16x2(neon_detail::bf16_round(vcombine_f32(f, f)), p);
 }
 
+// Two vectors into 2 * width adjacent elements (two stores).
+template <class A, class S>
+inline void store2(vec<A, neon> a, vec<A, neon> b, S* p) {
+  store(a, p);
+  store(b, p + vec<A, neon>::width);
+}
+
 inline vec<float, neon> load_dup_pairs(lanes<float, neon>, const float* p) {
   const float32x2_t c = vld1_f32(p);
   return {vzip1q_f32(vcombine_f32(c, c), vcombine_f32(c, c))};
@@ -130,10 +137,11 @@ inline vec<double, neon> fnma(vec<double, neon> a, vec<double, neon> b, vec<doub
   return {vfmsq_f64(c.v, a.v, b.v)};
 }
 // FMIN/FMAX return NaN if either operand is; the callers pass the bound first, so a NaN in b comes out.
-inline vec<float, neon> min(vec<float, neon> a, vec<float, neon> b) { return {vminq_f32(a.v, b.v)}; }
-inline vec<double, neon> min(vec<double, neon> a, vec<double, neon> b) { return {vminq_f64(a.v, b.v)}; }
-inline vec<float, neon> max(vec<float, neon> a, vec<float, neon> b) { return {vmaxq_f32(a.v, b.v)}; }
-inline vec<double, neon> max(vec<double, neon> a, vec<double, neon> b) { return {vmaxq_f64(a.v, b.v)}; }
+// x86's rule (b where either is NaN, and for -0 against +0), which the kernels rely on: FMIN/FMAX return the NaN.
+inline vec<float, neon> min(vec<float, neon> a, vec<float, neon> b) { return {vbslq_f32(vcltq_f32(a.v, b.v), a.v, b.v)}; }
+inline vec<double, neon> min(vec<double, neon> a, vec<double, neon> b) { return {vbslq_f64(vcltq_f64(a.v, b.v), a.v, b.v)}; }
+inline vec<float, neon> max(vec<float, neon> a, vec<float, neon> b) { return {vbslq_f32(vcgtq_f32(a.v, b.v), a.v, b.v)}; }
+inline vec<double, neon> max(vec<double, neon> a, vec<double, neon> b) { return {vbslq_f64(vcgtq_f64(a.v, b.v), a.v, b.v)}; }
 
 // ---- pairs and layout ------------------------------------------------------------------------------------
 
@@ -203,6 +211,11 @@ inline void store_u8_bits(vec<float, neon> x, std::uint8_t* p) {
   const uint8x8_t b = vmovn_u16(vcombine_u16(h, h));
   const std::uint32_t w = vget_lane_u32(vreinterpret_u32_u8(b), 0);
   std::memcpy(p, &w, sizeof w);
+}
+inline void store_u8_bits(vec<float, neon> a, vec<float, neon> b, vec<float, neon> c, vec<float, neon> d, std::uint8_t* p) {
+  const uint16x8_t ab = vcombine_u16(vmovn_u32(vreinterpretq_u32_f32(a.v)), vmovn_u32(vreinterpretq_u32_f32(b.v)));
+  const uint16x8_t cd = vcombine_u16(vmovn_u32(vreinterpretq_u32_f32(c.v)), vmovn_u32(vreinterpretq_u32_f32(d.v)));
+  vst1q_u8(p, vcombine_u8(vmovn_u16(ab), vmovn_u16(cd)));
 }
 
 }  // namespace detail::simd

@@ -44,6 +44,11 @@ template <class A, class S>
 inline void store(vec<A, scalar> x, S* p) {
   *p = store_as<S>(x.v);
 }
+template <class A, class S>
+inline void store2(vec<A, scalar> a, vec<A, scalar> b, S* p) {
+  store(a, p);
+  store(b, p + 1);
+}
 template <class A>
 inline vec<A, scalar> load_dup_pairs(lanes<A, scalar>, const A* p) {
   return {*p};
@@ -181,6 +186,13 @@ inline vec<float, scalar> blend_sign(vec<float, scalar> m, vec<float, scalar> a,
   return (bits_of(m.v) >> 31) != 0 ? b : a;
 }
 inline void store_u8_bits(vec<float, scalar> x, std::uint8_t* p) { *p = static_cast<std::uint8_t>(bits_of(x.v)); }
+inline void store_u8_bits(vec<float, scalar> a, vec<float, scalar> b, vec<float, scalar> c, vec<float, scalar> d,
+                          std::uint8_t* p) {
+  store_u8_bits(a, p);
+  store_u8_bits(b, p + 1);
+  store_u8_bits(c, p + 2);
+  store_u8_bits(d, p + 3);
+}
 
 }  // namespace detail::simd
 POSENC_END_NAMESPACE

@@ -15,6 +15,8 @@
 //   load(lanes<double, I>, const S*)  -> V      S = double, float, 16-bit                            (exact)
 //   store(V, S*)                                 the same S: round to nearest even (double to half/bfloat16
 //                                                through float, as store_as), NaN stays NaN, overflow to inf
+//   store2(a, b, S*)                             store(a, p) and store(b, p + width), one wide store where
+//                                                the ISA packs two (AVX2 bfloat16)
 //   load_dup_pairs(lanes<A, I>, const A*) -> V  width/2 values, each twice: c0 c0 c1 c1 ...
 //   load_u16_bits(lanes<float, I>, const void*) width 16-bit patterns zero-extended into the lanes' bits
 //   store_u16_bits(V, void*)                     the low 16 bits of each lane back (bit-exact permutations)
@@ -37,6 +39,7 @@
 //   and_bits(V, V), or_bits(V, V), sub_bits(V, V) (uint32 subtract, wrapping), shr_bits<N>(V) (logical)
 //   blend_sign(m, a, b)                          as for double lanes
 //   store_u8_bits(V, uint8*)                     the low 8 bits of each lane (width bytes)
+//   store_u8_bits(a, b, c, d, uint8*)            the same for four vectors, 4 * width bytes in that order
 // Every target also uses the 1-lane scalar vectors for its loop tails and strided rows (Highway's
 // CappedTag<T, 1>): the tail runs the same body, so a row's result never depends on where a vector ends.
 #pragma once
