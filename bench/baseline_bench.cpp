@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include "baseline.hpp"
+#include "plain.hpp"
 
 namespace {
 
@@ -31,6 +32,22 @@ void BM_StreamFmaBaselineThreads(benchmark::State& state) {
     benchmark::DoNotOptimize(x.data());
   });
 }
+/// The stream over 16-bit storage (F16C / bfloat16 shifts and rounding, plain.hpp), against the float stream
+/// over the same bytes: the "own stream" of the fp16 and bf16 RoPE rows (their vs_baseline divided by this one's).
+template <class T>
+void BM_StreamFma16(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0) * state.range(1) * state.range(2) * state.range(3));
+  std::vector<T> x(n, T{0x3c00});  // 1.0 in fp16; a small positive number in bf16
+  posenc_bench::run_paired(state, n * sizeof(T), [&] {
+    posenc_bench::plain::stream_fma(x.data(), static_cast<posenc_bench::plain::index_t>(n), 0.999f, 0.001f);
+    benchmark::DoNotOptimize(x.data());
+  });
+}
+BENCHMARK(BM_StreamFma16<posenc_bench::plain::f16>)->Name("BM_StreamFmaHalf")->ArgNames({"N", "L", "H", "D"})
+    ->Args({1, 4096, 32, 128})->Args({1, 512, 32, 128})->UseManualTime();
+BENCHMARK(BM_StreamFma16<posenc_bench::plain::bf16>)->Name("BM_StreamFmaBf16")->ArgNames({"N", "L", "H", "D"})
+    ->Args({1, 4096, 32, 128})->Args({1, 512, 32, 128})->UseManualTime();
+
 BENCHMARK(BM_StreamFmaBaselineThreads)->ArgNames({"N", "L", "H", "D", "threads"})->Args({1, 4096, 32, 128, 1})
     ->Args({1, 4096, 32, 128, 2})->UseManualTime();
 

@@ -21,7 +21,9 @@ using posenc::index_t;
 
 namespace plain = posenc_bench::plain;
 
-template <bool Causal>
+/// Exact: the plain loop keeps posenc's rounding contract (double fma per score, one rounding), so vs_plain
+/// compares the kernels on the same arithmetic; the row without it compares with a float loop.
+template <bool Causal, bool Exact = false>
 void BM_AlibiAdd(benchmark::State& state) {
   const index_t n = state.range(0), h = state.range(1), lq = state.range(2), lk = state.range(3);
   auto scores = posenc_bench::random_values(static_cast<std::size_t>(n * h * lq * lk));
@@ -30,8 +32,11 @@ void BM_AlibiAdd(benchmark::State& state) {
   posenc::strided_view<float, 4> v(scores.data(), {n, h, lq, lk});
   const auto pos = posenc::positions::offset(lk - lq);  // the queries are the last lq of lk tokens
   std::vector<float> slopes(static_cast<std::size_t>(h));  // 2^(-8 (h+1) / H), H a power of two
-  for (index_t i = 0; i < h; ++i)
-    slopes[static_cast<std::size_t>(i)] = static_cast<float>(std::exp2(-8.0 * static_cast<double>(i + 1) / static_cast<double>(h)));
+  std::vector<double> slopes_d(slopes.size());
+  for (index_t i = 0; i < h; ++i) {
+    slopes_d[static_cast<std::size_t>(i)] = posenc::alibi_slope(i, h);
+    slopes[static_cast<std::size_t>(i)] = static_cast<float>(slopes_d[static_cast<std::size_t>(i)]);
+  }
   posenc_bench::run_paired(
       state, scores.size() * sizeof(float),
       [&] {
@@ -39,7 +44,10 @@ void BM_AlibiAdd(benchmark::State& state) {
         benchmark::DoNotOptimize(scores.data());
       },
       [&] {
-        for (index_t b = 0; b < n; ++b) plain::alibi_add(scores.data() + b * h * lq * lk, h, lq, lk, slopes.data(), lk - lq, Causal);
+        for (index_t b = 0; b < n; ++b) {
+          if constexpr (Exact) plain::alibi_add_exact(scores.data() + b * h * lq * lk, h, lq, lk, slopes_d.data(), lk - lq, Causal);
+          else plain::alibi_add(scores.data() + b * h * lq * lk, h, lq, lk, slopes.data(), lk - lq, Causal);
+        }
         benchmark::DoNotOptimize(scores.data());
       });
 }
@@ -173,6 +181,8 @@ const std::string S = posenc_bench::isa_suffix();
 BENCHMARK(BM_AlibiAdd<false>)->Name("BM_AlibiAdd" + S)->ArgNames({"N", "H", "Lq", "Lk"})
     ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
 BENCHMARK(BM_AlibiAdd<true>)->Name("BM_AlibiAddCausal" + S)->ArgNames({"N", "H", "Lq", "Lk"})
+    ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
+BENCHMARK(BM_AlibiAdd<false, true>)->Name("BM_AlibiAddVsExactPlain" + S)->ArgNames({"N", "H", "Lq", "Lk"})
     ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
 BENCHMARK(BM_Xpos)->Name("BM_Xpos" + S)->ArgNames({"N", "L", "H", "D"})->Args({1, 4096, 32, 128})->UseManualTime();
 BENCHMARK(BM_SinusoidalAdd)->Name("BM_SinusoidalAdd" + S)->ArgNames({"N", "L", "D"})

@@ -35,8 +35,8 @@ enum class kind { portable, avx2, neon };
 kind active() {
   if (posenc::active_isa() == posenc::isa::scalar) return kind::portable;
 #if PLAIN_X86
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  return avx2 ? kind::avx2 : kind::portable;
+  // posenc's avx2 target needs exactly what these loops use: AVX2, FMA and F16C (and the OS's YMM state).
+  return posenc::cpu_supports(posenc::isa::avx2) ? kind::avx2 : kind::portable;
 #elif PLAIN_NEON
   return kind::neon;
 #else
@@ -134,6 +134,12 @@ PLAIN_AVX2 inline void st(bf16* p, __m256 v) {
   const __m256i o = _mm256_blendv_epi8(r, q, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
                    _mm_packus_epi32(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1)));
+}
+
+template <class T>
+PLAIN_AVX2 void stream_avx2(T* x, index_t n, float a, float b) {
+  const __m256 av = _mm256_set1_ps(a), bv = _mm256_set1_ps(b);
+  for (index_t i = 0; i < n; i += 8) st(x + i, _mm256_fmadd_ps(ld(x + i), av, bv));
 }
 
 template <class In, class Out>
@@ -351,6 +357,31 @@ PLAIN_AVX2 void alibi_avx2(float* scores, index_t H, index_t Lq, index_t Lk, con
   }
 }
 
+PLAIN_AVX2 void alibi_exact_avx2(float* scores, index_t H, index_t Lq, index_t Lk, const double* slopes, index_t q0,
+                                 bool causal) {
+  const __m256d iota = _mm256_setr_pd(0, 1, 2, 3);
+  const __m256d four = _mm256_set1_pd(4.0);
+  for (index_t h = 0; h < H; ++h) {
+    const __m256d sl = _mm256_set1_pd(slopes[h]);
+    for (index_t i = 0; i < Lq; ++i) {
+      float* r = scores + (h * Lq + i) * Lk;
+      const index_t q = q0 + i;
+      const index_t end = causal ? std::min(Lk, (q + 4) / 4 * 4) : Lk;
+      __m256d dist = _mm256_add_pd(_mm256_set1_pd(static_cast<double>(-q)), iota);
+      index_t j = 0;
+      for (; j < end; j += 4) {
+        const __m256d y = _mm256_fmadd_pd(sl, dist, _mm256_cvtps_pd(_mm_loadu_ps(r + j)));
+        __m128 f = _mm256_cvtpd_ps(y);
+        if (causal) f = _mm_blendv_ps(f, _mm_set1_ps(-std::numeric_limits<float>::infinity()),
+                                      _mm256_cvtpd_ps(_mm256_cmp_pd(dist, _mm256_setzero_pd(), _CMP_GT_OQ)));
+        _mm_storeu_ps(r + j, f);
+        dist = _mm256_add_pd(dist, four);
+      }
+      for (; j < Lk; j += 4) _mm_storeu_ps(r + j, _mm_set1_ps(-std::numeric_limits<float>::infinity()));
+    }
+  }
+}
+
 PLAIN_AVX2 void add_row_avx2(float* x, const float* row, index_t D, __m256 scale) {
   for (index_t e = 0; e < D; e += 8) _mm256_storeu_ps(x + e, _mm256_fmadd_ps(scale, _mm256_loadu_ps(row + e), _mm256_loadu_ps(x + e)));
 }
@@ -459,6 +490,15 @@ const char* isa() {
 #else
 #define PLAIN_IF_NEON(call)
 #endif
+
+void stream_fma(f16* x, index_t n, float a, float b) {
+  PLAIN_IF_AVX2(stream_avx2(x, n, a, b));
+  for (index_t i = 0; i < n; ++i) x[i] = from_f<f16>(to_f(x[i]) * a + b);
+}
+void stream_fma(bf16* x, index_t n, float a, float b) {
+  PLAIN_IF_AVX2(stream_avx2(x, n, a, b));
+  for (index_t i = 0; i < n; ++i) x[i] = from_f<bf16>(to_f(x[i]) * a + b);
+}
 
 void rope_half_split(float* x, index_t L, index_t H, index_t D, index_t ts, const float* cos, const float* sin, index_t p0) {
   PLAIN_IF_AVX2(rope_half_avx2(x, x, L, H, D, ts, cos, sin, p0));
@@ -654,6 +694,18 @@ void alibi_add(float* scores, index_t H, index_t Lq, index_t Lk, const float* sl
       const index_t q = q0 + i;
       for (index_t j = 0; j < Lk; ++j)
         r[j] = causal && j > q ? -std::numeric_limits<float>::infinity() : r[j] + slopes[h] * static_cast<float>(j - q);
+    }
+}
+
+void alibi_add_exact(float* scores, index_t H, index_t Lq, index_t Lk, const double* slopes, index_t q0, bool causal) {
+  PLAIN_IF_AVX2(alibi_exact_avx2(scores, H, Lq, Lk, slopes, q0, causal));
+  for (index_t h = 0; h < H; ++h)
+    for (index_t i = 0; i < Lq; ++i) {
+      float* r = scores + (h * Lq + i) * Lk;
+      const index_t q = q0 + i;
+      for (index_t j = 0; j < Lk; ++j)
+        r[j] = causal && j > q ? -std::numeric_limits<float>::infinity()
+                               : static_cast<float>(std::fma(slopes[h], static_cast<double>(j - q), static_cast<double>(r[j])));
     }
 }
 

@@ -28,6 +28,11 @@ struct bf16 {
 /// "avx2", "neon" or "scalar": the loops run now (matched to posenc::active_isa()).
 const char* isa();
 
+// ---- the memory baseline over 16-bit storage: x = x * a + b, widened and rounded as the RoPE loops do -----------
+
+void stream_fma(f16* x, index_t n, float a, float b);
+void stream_fma(bf16* x, index_t n, float a, float b);
+
 // ---- RoPE from a cos/sin table [positions, D/2] (rope_cache's rows) ----------------------------------------------
 // x: L tokens of H heads of D values, token stride ts (elements), head stride D; token l at position p0 + l.
 
@@ -86,6 +91,9 @@ void rope_append_kv_e4m3(const float* k, const float* v, index_t L, index_t Hk, 
 // ---- ALiBi on attention scores [H, Lq, Lk]: s += slope_h * (j - q), q = q0 + i; causal: -inf past q --------------
 
 void alibi_add(float* scores, index_t H, index_t Lq, index_t Lk, const float* slopes, index_t q0, bool causal);
+/// The same with posenc's rounding contract, as a plain loop: double slopes, each score widened to double, one
+/// fma per element in double, rounded to float once (what matching posenc's bits costs a hand-written loop).
+void alibi_add_exact(float* scores, index_t H, index_t Lq, index_t Lk, const double* slopes, index_t q0, bool causal);
 
 // ---- additive encodings on (L, D) rows of N sequences --------------------------------------------------------
 

@@ -129,7 +129,7 @@ class strided_view {
   }
   template <std::size_t... D>
   bool any_zero(std::index_sequence<D...>) const {
-    return ((extents_[D] == 0) | ...);
+    return ((extents_[D] == 0) || ...);
   }
   template <std::size_t... D>
   index_t reach(std::index_sequence<D...>) const {

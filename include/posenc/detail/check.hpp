@@ -46,10 +46,13 @@ bool view_ok(const strided_view<T, R>& v, bool output) {
   index_t span = 1, count = 1;
   for (std::size_t d = 0; d < R; ++d) {
     const index_t e = v.extent(d), s = v.stride(d);
-    signs &= (e >= 0) & (s >= 0) & !(output && s == 0 && e > 1);
-    empty |= e == 0;
+    signs = signs && e >= 0 && s >= 0 && !(output && s == 0 && e > 1);
+    empty = empty || e == 0;
     index_t reach = 0;
-    fits &= !mul_overflows(count, e, count) & !mul_overflows(e - 1, s, reach) & !add_overflows(span, reach, span);
+    const bool count_overflows = mul_overflows(count, e, count);
+    const bool reach_overflows = mul_overflows(e - 1, s, reach);
+    const bool span_overflows = add_overflows(span, reach, span);
+    fits = fits && !count_overflows && !reach_overflows && !span_overflows;
   }
   index_t bytes = 0;
   return signs && (empty || (v.data() != nullptr && fits && !mul_overflows(span, static_cast<index_t>(sizeof(T)), bytes)));
@@ -92,7 +95,7 @@ template <class T, class U, std::size_t R>
 bool same_view(const strided_view<T, R>& a, const strided_view<U, R>& b) {
   // Element by element rather than std::array's ==, which calls memcmp (3% of a one-token RoPE call).
   bool same = static_cast<const void*>(a.data()) == static_cast<const void*>(b.data());
-  for (std::size_t d = 0; d < R; ++d) same &= (a.extent(d) == b.extent(d)) & (a.stride(d) == b.stride(d));
+  for (std::size_t d = 0; d < R; ++d) same = same && a.extent(d) == b.extent(d) && a.stride(d) == b.stride(d);
   return same;
 }
 

@@ -103,8 +103,8 @@ bool quick_rope_call(const rope_geom& g, const positions& pos, const std::array<
   const index_t n = targets[0].in.extent(0), l = targets[0].in.extent(1);
   for (std::size_t k = 0; k < K; ++k) {
     const auto& t = targets[k];
-    ok &= same_view(t.in, t.out) && view_ok(t.out, true) && t.in.extent(3) == g.head_dim;
-    if (k > 0) ok &= t.in.extent(0) == n && t.in.extent(1) == l && t.out.data() != targets[0].out.data();
+    ok = ok && same_view(t.in, t.out) && view_ok(t.out, true) && t.in.extent(3) == g.head_dim;
+    if (k > 0) ok = ok && t.in.extent(0) == n && t.in.extent(1) == l && t.out.data() != targets[0].out.data();
   }
   if (!ok) return false;
   const index_t start = pos.at(0, 0);

@@ -52,7 +52,8 @@ index_t zip_body(D d, index_t i, index_t m, const double* s, const double* c, do
   return i;
 }
 
-static_assert(sinusoid_chunk <= rope_chunk, "polar_stepper holds one chunk");
+/// Zeros for the padding row (a constant: not 8 KiB of stack zeroed per call).
+alignas(64) inline constexpr double sinusoid_zeros[2 * sinusoid_chunk] = {};
 
 /// out = in + T[p] (or out = T[p] when `in` has no data: a table) for every token: T[p, :] formed from sin
 /// and cos in double, the sum rounded to the storage type once. Chunks of pairs are the outer loop, so the
@@ -67,7 +68,7 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
   const bool in_place = has_in && static_cast<const void*>(in.data()) == static_cast<const void*>(out.data());
   alignas(64) double w[sinusoid_chunk];
   alignas(64) double v[2 * sinusoid_chunk];
-  alignas(64) const double zeros[2 * sinusoid_chunk] = {};
+  const double* zeros = sinusoid_zeros;
   for (index_t b = 0; b < pairs; b += sinusoid_chunk) {
     const index_t e = b + sinusoid_chunk < pairs ? b + sinusoid_chunk : pairs;
     const index_t m = e - b;
@@ -79,7 +80,7 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
     // Sequence-major order, and the row reused while the position repeats: with an offset (the same
     // positions in every sequence) sin/cos are formed once per position, not once per token.
     index_t last_p = -1;
-    polar_stepper stepper;  // float and narrower rows: angle addition between sincos anchors
+    polar_stepper<sinusoid_chunk> stepper;  // float and narrower rows: angle addition between sincos anchors
     const double* s = stepper.s;
     const double* c = stepper.c;
     for (index_t l = 0; l < n_len; ++l) {

@@ -109,7 +109,7 @@ index_t absmax_body(D d, const float* x, index_t n, float& m, bool& finite) {
   store(acc, lanes);
   for (index_t k = 0; k < W; ++k) m = lanes[k] > m ? lanes[k] : m;
   store(sum, lanes);
-  for (index_t k = 0; k < W; ++k) finite &= std::isfinite(lanes[k]);
+  for (index_t k = 0; k < W; ++k) finite = finite && std::isfinite(lanes[k]);
   return i;
 }
 
@@ -121,7 +121,7 @@ inline float absmax(const float* x, index_t n, bool& finite) {
   index_t e = absmax_body(simd::lanes<float, isa_tag>{}, x, n, m, finite);
   for (; e < n; ++e) {
     m = std::fabs(x[e]) > m ? std::fabs(x[e]) : m;
-    finite &= std::isfinite(x[e]);
+    finite = finite && std::isfinite(x[e]);
   }
   return m;
 }

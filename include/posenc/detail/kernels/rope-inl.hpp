@@ -272,13 +272,13 @@ inline constexpr index_t polar_anchor_period = 16;
 /// pair instead of a sincos); elsewhere the anchor's sincos and the rotations up to p. A prefill walks
 /// consecutive positions, so it pays one sincos per pair every 16 tokens.
 // The arrays are written before they are read (valid, have_step say which hold values); zeroing 4 KiB on
-// every call would cost the one-token decode path.
-// NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init)
-struct polar_stepper {
-  alignas(64) double c[rope_chunk];
-  alignas(64) double s[rope_chunk];
-  alignas(64) double cw[rope_chunk];
-  alignas(64) double sw[rope_chunk];
+// every call would cost the one-token decode path. N pairs at most (RoPE: one chunk; sinusoids: a whole row).
+template <index_t N = rope_chunk>
+struct polar_stepper {  // NOLINT(cppcoreguidelines-pro-type-member-init)
+  alignas(64) double c[N];
+  alignas(64) double s[N];
+  alignas(64) double cw[N];
+  alignas(64) double sw[N];
   index_t last = 0;
   bool valid = false;      ///< c, s hold position `last`
   bool have_step = false;  ///< cw, sw hold cos, sin of w
@@ -488,7 +488,7 @@ class source_rows {
   alignas(64) A cd_[dup ? variants : 1][dup ? 2 * rope_chunk : 1];
   alignas(64) A sd_[dup ? variants : 1][dup ? 2 * rope_chunk : 1];
   // NOLINTEND(cppcoreguidelines-pro-type-member-init)
-  polar_stepper stepper_;  // the cache-free RoPE source (angle_src) into float cos/sin only
+  polar_stepper<> stepper_;  // the cache-free RoPE source (angle_src) into float cos/sin only
 };
 
 /// Copies the features outside the window [offset, offset + 2 pairs) of one token's rows (out of place).

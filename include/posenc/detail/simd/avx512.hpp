@@ -236,9 +236,12 @@ inline vec<float, avx512> shr_bits(vec<float, avx512> a) {
 inline vec<float, avx512> blend_sign(vec<float, avx512> m, vec<float, avx512> a, vec<float, avx512> b) {
   return {_mm512_mask_blend_ps(_mm512_movepi32_mask(_mm512_castps_si512(m.v)), a.v, b.v)};
 }
-// vpmovdb keeps the low byte of each lane.
+// The low byte of each lane, sign-extended so that the signed-saturating vpmovsdb keeps it (vpmovdb, which
+// truncates, is not in every SIMDe the emulated tests build with).
 inline void store_u8_bits(vec<float, avx512> x, std::uint8_t* p) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(_mm512_castps_si512(x.v)));
+  const __m512i b = _mm512_and_si512(_mm512_castps_si512(x.v), _mm512_set1_epi32(0xff));
+  const __m512i low = _mm512_sub_epi32(_mm512_xor_si512(b, _mm512_set1_epi32(0x80)), _mm512_set1_epi32(0x80));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtsepi32_epi8(low));
 }
 inline void store_u8_bits(vec<float, avx512> a, vec<float, avx512> b, vec<float, avx512> c, vec<float, avx512> d,
                           std::uint8_t* p) {
