@@ -105,22 +105,22 @@ inline status check_kv_slots(const char* fn, const kv_slots& s, index_t n, index
       if (v < 0) return fail(fn, "cached length[", i, "]=", v, " must be >= 0");
       if (v > dim1 - l) return fail(fn, "cached length[", i, "]=", v, " + L=", l, " exceeds the cache's max_len=", dim1);
     }
-    map = token_map{s.start(), nullptr, 0, 1};
+    map = token_map{s.start(), nullptr, 0, 1, -1};
     return {};
   }
   if (s.length() != l) return fail(fn, "slot_mapping length=", s.length(), " does not match L=", l);
   if (s.row_stride() < l) return fail(fn, "slot_mapping row_stride=", s.row_stride(), " is less than L=", l);
   if (n > 0 && l > 0 && s.slot_mapping() == nullptr) return fail(fn, "slot_mapping is null");
   if (dim1 <= 0 && n > 0 && l > 0) return fail(fn, "the cache's block_size (extent 1)=", dim1, " must be > 0");
-  const index_t slots = dim1 > 0 && dim0 > std::numeric_limits<index_t>::max() / dim1 ? std::numeric_limits<index_t>::max()
-                                                                                      : dim0 * dim1;
+  index_t slots = 0;
+  if (dim1 <= 0 || mul_overflows(dim0, dim1, slots)) slots = dim1 > 0 ? std::numeric_limits<index_t>::max() : 0;
   for (index_t i = 0; i < n; ++i)
     for (index_t j = 0; j < l; ++j) {
       const std::int64_t v = s.slot_mapping()[i * s.row_stride() + j];
       if (v < -1 || v >= slots)
         return fail(fn, "slot_mapping[", i, ", ", j, "]=", v, " is outside [-1, ", slots, ") (num_blocks * block_size)");
     }
-  map = token_map{nullptr, s.slot_mapping(), s.row_stride(), dim1 > 0 ? dim1 : 1};
+  map = token_map::paged(s.slot_mapping(), s.row_stride(), dim1 > 0 ? dim1 : 1);
   return {};
 }
 
@@ -136,11 +136,37 @@ status check_cache_pair(const char* fn, const char* in_name, const char* cache_n
   return {};
 }
 
+/// Whether check_append's rules before the slots hold (decided without forming a status, for the one-token
+/// decode call): the positions an offset, every view valid, the caches shaped as k and v, no overlaps, the
+/// positions inside the source. False only sends the call through the rule-by-rule checks.
+template <class F, class KIn, class KOut, class VIn, class VOut>
+bool quick_append(const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv, const positions& pos,
+                  index_t& max_pos) {
+  if (pos.kind() != positions::form::offset || !check_source("", freq).ok()) return false;
+  const index_t n = tk.in.extent(0), l = tk.in.extent(1);
+  const bool shapes = view_ok(tk.in, false) && view_ok(tk.out, true) && view_ok(tv.in, false) && view_ok(tv.out, true) &&
+                      tk.out.extent(2) == tk.in.extent(2) && tk.out.extent(3) == tk.in.extent(3) &&
+                      tv.out.extent(2) == tv.in.extent(2) && tv.out.extent(3) == tv.in.extent(3) &&
+                      tk.in.extent(3) == geom_of(freq).head_dim && tv.in.extent(0) == n && tv.in.extent(1) == l &&
+                      tv.in.extent(2) == tk.in.extent(2) && tv.out.extent(0) == tk.out.extent(0) &&
+                      tv.out.extent(1) == tk.out.extent(1);
+  if (!shapes || spans_overlap(tk.in, tk.out) || spans_overlap(tv.in, tv.out) || spans_overlap(tk.out, tv.out) ||
+      spans_overlap(tk.in, tv.out) || spans_overlap(tv.in, tk.out))
+    return false;
+  const index_t start = pos.at(0, 0);
+  const index_t last = l > 0 ? l - 1 : 0;
+  if (start < 0 || start > std::numeric_limits<index_t>::max() - last) return false;
+  max_pos = n > 0 && l > 0 ? start + last : -1;
+  return max_pos < max_positions_of(freq);
+}
+
 /// Checks a KV-cache append: the source, k and v against their caches and each other, the positions and the
 /// slots; sets the token map and the largest position.
 template <class F, class KIn, class KOut, class VIn, class VOut>
 status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
                     const positions& pos, const kv_slots& slots, token_map& map, index_t& max_pos) {
+  if (quick_append(freq, tk, tv, pos, max_pos))
+    return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
   POSENC_TRY(check_source(fn, freq));
   const rope_geom g = geom_of(freq);
   POSENC_TRY(check_cache_pair(fn, "k", "k_cache", tk.in, tk.out));

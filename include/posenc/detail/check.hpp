@@ -39,23 +39,24 @@ inline bool add_overflows(index_t a, index_t b, index_t& r) noexcept {
 }
 
 /// Whether check_view accepts `v`, decided in one pass without early exits or a status: a decode call checks
-/// several views, and most are valid.
+/// several views, and most are valid. The sizes are estimated in double (relative error below 2^-50), against
+/// 2^62: a view this clears fits int64 with room to spare, and one near the limit goes to check_view's exact
+/// rule-by-rule pass (so may a valid one, which that pass then accepts).
 template <class T, std::size_t R>
 bool view_ok(const strided_view<T, R>& v, bool output) {
-  bool signs = true, empty = false, fits = true;
-  index_t span = 1, count = 1;
+  index_t any = 0;  // the sign bit of any extent or stride
+  bool empty = false, repeats = false;
+  double count = 1.0, span = 1.0;
   for (std::size_t d = 0; d < R; ++d) {
     const index_t e = v.extent(d), s = v.stride(d);
-    signs = signs && e >= 0 && s >= 0 && !(output && s == 0 && e > 1);
+    any |= e | s;
     empty = empty || e == 0;
-    index_t reach = 0;
-    const bool count_overflows = mul_overflows(count, e, count);
-    const bool reach_overflows = mul_overflows(e - 1, s, reach);
-    const bool span_overflows = add_overflows(span, reach, span);
-    fits = fits && !count_overflows && !reach_overflows && !span_overflows;
+    repeats = repeats || (s == 0 && e > 1);
+    count *= static_cast<double>(e);
+    span += static_cast<double>(e - 1) * static_cast<double>(s);
   }
-  index_t bytes = 0;
-  return signs && (empty || (v.data() != nullptr && fits && !mul_overflows(span, static_cast<index_t>(sizeof(T)), bytes)));
+  if (any < 0 || (output && repeats && !empty)) return false;
+  return empty || (v.data() != nullptr && count < 0x1p62 && span * static_cast<double>(sizeof(T)) < 0x1p62);
 }
 
 /// Extents and strides >= 0, non-null data when non-empty; an output must not write one element twice

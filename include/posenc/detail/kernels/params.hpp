@@ -32,14 +32,29 @@ struct token_map {
   const std::int64_t* slots = nullptr;
   index_t slot_stride = 0;
   index_t block_size = 1;
+  int block_shift = -1;  ///< log2(block_size) when it is a power of two, else -1
+
+  /// vLLM's paged cache: slot s of token (n, l) at slots[n * slot_stride + l].
+  static token_map paged(const std::int64_t* slots, index_t slot_stride, index_t block_size) {
+    int shift = 0;
+    while (shift < 62 && (index_t{1} << shift) < block_size) ++shift;
+    return {nullptr, slots, slot_stride, block_size, (index_t{1} << shift) == block_size ? shift : -1};
+  }
   bool identity() const { return start == nullptr && slots == nullptr; }
   /// The output's (i0, i1) of token (n, l); false when the token is skipped.
   bool at(index_t n, index_t l, index_t& i0, index_t& i1) const {
     if (slots != nullptr) {
       const std::int64_t s = slots[n * slot_stride + l];
       if (s < 0) return false;
-      i0 = s / block_size;
-      i1 = s % block_size;
+      // Power-of-two blocks (vLLM's 16, 32, ...): a shift and a mask; a 64-bit division costs ~40 cycles, a
+      // tenth of a token's append of 8 heads.
+      if (block_shift >= 0) {
+        i0 = s >> block_shift;
+        i1 = s & (block_size - 1);
+      } else {
+        i0 = s / block_size;
+        i1 = s % block_size;
+      }
       return true;
     }
     i0 = n;

@@ -157,13 +157,20 @@ void rope_quant_rows(target, const Source* src, const positions& pos, rope_style
         for (index_t h0 = 0; h0 < heads; h0 += group) {
           const index_t hn = group < heads - h0 ? group : heads - h0;
           const In* x = &in(n, l, h0, 0);
+          // V of float, contiguous: quantised straight from the input (no copy into the scratch).
+          bool direct = false;
           if constexpr (!std::is_same_v<std::remove_pointer_t<decltype(rows)>, std::nullptr_t>) {
             rotate_group(*rows, pos.at(n, l), x, hn);
-          } else {
-            for (index_t h = 0; h < hn; ++h) copy_span(x + h * in.stride(2), in.stride(3), scratch + h * dim, index_t{1}, dim);
+          } else if constexpr (std::is_same_v<In, float>) {
+            direct = in.stride(3) == 1;
           }
+          if (!direct && std::is_same_v<std::remove_pointer_t<decltype(rows)>, std::nullptr_t>)
+            for (index_t h = 0; h < hn; ++h) copy_span(x + h * in.stride(2), in.stride(3), scratch + h * dim, index_t{1}, dim);
           for (index_t h = 0; h < hn; ++h) {
             const float* r = scratch + h * dim;
+            if constexpr (std::is_same_v<In, float>) {
+              if (direct) r = x + h * in.stride(2);
+            }
             float scale = 0.0f;
             bool checked = true;
             if (q.scales == nullptr) {
