@@ -2,10 +2,12 @@
 // IWYU pragma: private
 //
 // The rotary kernels, written once over the op list and compiled once per target (no include guard:
-// kernels.hpp includes this inside each target's region and namespace). One driver walks tokens and heads,
-// asks a *source* for the (cos, sin) of each pair at the token's position, and rotates one head row at a
-// time. RoPE from a plan (angles formed on the fly), from a cache, MRoPE, the context shift, re-rotation and
-// xPos differ only in their source (detail/kernels/params.hpp).
+// kernels.hpp includes this inside each target's region and namespace). One driver walks the tokens, asks a
+// *source* for the (cos, sin) of each pair at the token's position (source_rows), and rotates all heads of the
+// token, heads outer and pairs inner, as the plain loop an engine writes (bench/plain.cpp), with which every
+// family is timed. RoPE from a plan (angles formed on the fly), from a cache, MRoPE, the context shift,
+// re-rotation and xPos differ only in their source (detail/kernels/params.hpp); the KV-cache append
+// (append_rows) and the quantising kernel (quant-inl.hpp) reuse the same rows.
 
 POSENC_BEGIN_NAMESPACE
 namespace detail {
