@@ -7,7 +7,7 @@
 // Usage: gguf_plan [model.gguf] [seq_len]
 //   model.gguf defaults to the Llama-3-shaped test file tests/data/gguf/llama3.gguf.
 //   seq_len: the sequence length the plan serves (largest position + 1); only LongRoPE and dynamic NTK depend
-//   on it. Default 0.
+//   on it, and posenc rejects them without it (0, the default, states no length).
 // Exit status: 0, 1 when posenc rejects the file (one line on stderr), 2 on bad usage.
 //
 // Build and run: bash scripts/run_examples.sh (or cmake --build build --target gguf_plan).

@@ -4,7 +4,7 @@
 //
 // Usage: hf_config_plan path/to/config.json [seq_len]
 //   seq_len: the sequence length the plan serves (largest position + 1); only dynamic NTK and LongRoPE depend
-//   on it. Default 0, the plan Hugging Face builds at load time.
+//   on it, and posenc rejects them without it (0, the default, states no length).
 // Exit status: 0, 1 when posenc rejects the config (one line on stderr), 2 on bad usage.
 //
 // Build and run: bash scripts/run_examples.sh (or cmake --build build --target hf_config_plan; needs
@@ -16,25 +16,12 @@
 #include <vector>
 
 #include <posenc/io/hf_config.hpp>
+#include <posenc/mrope_plan.hpp>
 
 namespace {
 
 const char* style_name(posenc::rope_style s) {
   return s == posenc::rope_style::interleaved ? "interleaved (x[2i], x[2i+1])" : "half_split (x[i], x[i+R/2])";
-}
-
-const char* ntk_policy_name(posenc::dynamic_ntk_policy p) {
-  return p == posenc::dynamic_ntk_policy::per_length ? "per_length" : "fixed_at_max";
-}
-
-const char* long_policy_name(posenc::longrope_policy p) {
-  switch (p) {
-    case posenc::longrope_policy::per_length: return "per_length";
-    case posenc::longrope_policy::past_original: return "past_original";
-    case posenc::longrope_policy::always_short: return "always_short";
-    case posenc::longrope_policy::always_long: return "always_long";
-  }
-  return "?";
 }
 
 std::string num(double v) {
@@ -56,10 +43,10 @@ std::string describe(const posenc::rope_scaling& s, posenc::index_t seq_len) {
     case posenc::rope_scaling_type::ntk: return "ntk (base_rescale_factor " + num(s.factor) + ")";
     case posenc::rope_scaling_type::dynamic_ntk:
       return "dynamic (factor " + num(s.factor) + ", max_position_embeddings " + m + ", policy " +
-             ntk_policy_name(s.ntk_policy) + ")";
+             posenc::to_string(s.ntk_policy) + ")";
     case posenc::rope_scaling_type::yarn:
     case posenc::rope_scaling_type::deepseek_yarn:
-      return std::string(s.type == posenc::rope_scaling_type::yarn ? "yarn" : "deepseek_yarn") + " (factor " +
+      return std::string(posenc::to_string(s.type)) + " (factor " +
              num(s.factor) + ", original_max_position_embeddings " + m + ", beta_fast " + num(s.beta_fast) +
              ", beta_slow " + num(s.beta_slow) + ", mscale " + num(s.mscale) + ", mscale_all_dim " +
              num(s.mscale_all_dim) + ", attention_factor " + attention_factor(s) + ", truncate " +
@@ -72,12 +59,12 @@ std::string describe(const posenc::rope_scaling& s, posenc::index_t seq_len) {
       switch (s.long_policy) {  // the same rule make_rope_plan applies, to say which list this plan uses
         case posenc::longrope_policy::per_length: use_long = seq_len > s.original_max_positions; break;
         case posenc::longrope_policy::past_original: use_long = seq_len > s.original_max_positions + 1; break;
-        case posenc::longrope_policy::always_short: use_long = false; break;
+        case posenc::longrope_policy::always_short: break;
         case posenc::longrope_policy::always_long: use_long = true; break;
       }
       return "longrope (factor " + num(s.factor) + ", original_max_position_embeddings " + m + ", attention_factor " +
              attention_factor(s) + ", " + std::to_string(s.short_factor.size()) + " short and " +
-             std::to_string(s.long_factor.size()) + " long factors, policy " + long_policy_name(s.long_policy) +
+             std::to_string(s.long_factor.size()) + " long factors, policy " + posenc::to_string(s.long_policy) +
              "; this plan uses the " + (use_long ? "long" : "short") + " factors)";
     }
   }
@@ -129,7 +116,7 @@ int main(int argc, char** argv) {
     if (!info.mrope_section.empty())
       std::printf("mrope_section   [%lld, %lld, %lld] (%s)\n", static_cast<long long>(info.mrope_section[0]),
                   static_cast<long long>(info.mrope_section[1]), static_cast<long long>(info.mrope_section[2]),
-                  info.mrope_interleaved ? "interleaved" : "chunked");
+                  posenc::to_string(info.mrope_interleaved ? posenc::mrope_layout::interleaved : posenc::mrope_layout::chunked));
     std::printf("seq_len         %lld\n", static_cast<long long>(seq_len));
     std::printf("magnitude       %.17g  (multiplies cos and sin)\n", plan.magnitude());
     std::printf("logit_scale     %.17g  (multiplies q.k/sqrt(d) before the softmax)\n", plan.logit_scale());

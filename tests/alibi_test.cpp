@@ -88,9 +88,7 @@ double relative_error(const std::vector<T>& got, const golden_array& expected) {
 }
 
 std::vector<std::string> golden_names() {
-  std::vector<std::string> out;
-  for (const auto& c : load_golden("alibi.txt")) out.push_back(c.name);
-  return out;
+  return golden_case_names("alibi.txt");
 }
 
 class AlibiGolden : public IsaTest<std::string> {};

@@ -515,6 +515,13 @@ TEST_F(CliBadInput, PositionsShapeMismatch) {
 TEST_F(CliBadInput, LongRopeWithoutFactors) {
   expect_rejected("rope --scaling longrope --original-max-positions 16" + io("good.npy"), "--short-factors");
 }
+// Issue 21: a plan that depends on the length is not built for an unstated one (it used to give the unscaled base).
+TEST_F(CliBadInput, LengthDependentPlanWithoutLength) {
+  expect_rejected("plan --head-dim 64 --scaling dynamic-ntk --factor 4 --original-max-positions 2048 --output '" +
+                      path("p.csv") + "'",
+                  "--length N");
+  EXPECT_FALSE(exists(path("p.csv")));
+}
 TEST_F(CliBadInput, XposOddDim) {
   save("odd.npy", {1, 3, 7}, std::vector<float>(21, 0.25f));
   expect_rejected("xpos" + io("odd.npy"), "head_dim=7");

@@ -3,8 +3,7 @@
 // torchscale fixed_pos_embedding / apply_rotary_pos_emb, tiny-llm RoPE) and xpos.txt (torchscale XPOS), the
 // small torchscale helpers on hand-written inputs, the equivalent plans against the Python formulas
 // evaluated here from the golden tables, every rejected argument, and the no-throw try_ forms (same results,
-// same messages, invalid_argument, outputs untouched); and that the old names posenc::zeta and posenc::tiny_llm
-// of posenc/compat.hpp still work.
+// same messages, invalid_argument, outputs untouched).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -17,7 +16,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <posenc/compat.hpp>  // only for CompatForwardingHeader: new code includes posenc/compat/<api>.hpp
 #include <posenc/compat/tiny_llm.hpp>
 #include <posenc/compat/zeta.hpp>
 #include <posenc/posenc.hpp>
@@ -774,28 +772,6 @@ TEST(CompatNoThrow, TinyLlmRope) {
   expect_rejection(empty.try_call(x, slice{0, 5}, y), thrown_message([&] { (void)empty(x, slice{0, 5}); }),
                   "empty rope, slice");
   EXPECT_TRUE(is_marker(y));
-}
-
-// ------------------------------------------------------------------------------ posenc/compat.hpp
-
-// The forwarding header keeps the names of before the move: posenc::zeta and posenc::tiny_llm are aliases of
-// posenc::compat::zeta and posenc::compat::tiny_llm, so old code compiles and gets the same results.
-static_assert(std::is_same_v<posenc::zeta::rotary_embedding, posenc::compat::zeta::rotary_embedding>);
-static_assert(std::is_same_v<posenc::zeta::tensor<float, 3>, posenc::compat::zeta::tensor<float, 3>>);
-static_assert(std::is_same_v<posenc::tiny_llm::rope, posenc::compat::tiny_llm::rope>);
-
-TEST(CompatForwardingHeader, OldNamespacesStillWork) {
-  const posenc::zeta::rotary_embedding old_rot(8, true, 256);
-  const zeta::rotary_embedding new_rot(8, true, 256);
-  EXPECT_EQ(to_vec(old_rot.forward(5).freqs), to_vec(new_rot.forward(5).freqs));
-  EXPECT_EQ(to_vec(old_rot.forward(5).scale), to_vec(new_rot.forward(5).scale));
-  const auto sc = posenc::zeta::fixed_pos_embedding<double>(3, 2);
-  EXPECT_EQ(to_vec(sc.sin), to_vec(zeta::fixed_pos_embedding<double>(3, 2).sin));
-
-  const posenc::tiny_llm::rope old_rope(8, 20);
-  const tensor<float, 4> x = test_input(1, 3, 2, 8, 7).cast<float>();
-  EXPECT_EQ(to_vec(old_rope(x, posenc::tiny_llm::slice{4, 7})),
-            to_vec(tiny_llm::rope(8, 20)(x, tiny_llm::slice{4, 7})));
 }
 
 }  // namespace

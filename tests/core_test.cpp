@@ -155,3 +155,59 @@ TEST(CoreWithoutEigen, Engine16BitInPlaceMatchesOneRoundingOfFloat) {
 }
 
 }  // namespace
+
+// Issue 21: one spelling table per enum. Every value round-trips through its canonical name; parse takes the
+// CLI's spelling ('-') and Python's ('_') in any case, and the aliases (Hugging Face's rope_type names); an
+// unknown name leaves the value untouched.
+template <class E>
+void expect_round_trip(std::initializer_list<E> values) {
+  for (const E v : values) {
+    E back{};
+    ASSERT_TRUE(posenc::parse(posenc::to_string(v), back)) << posenc::to_string(v);
+    EXPECT_EQ(back, v) << posenc::to_string(v);
+  }
+}
+
+TEST(EnumNames, RoundTripAndBothSpellings) {
+  using posenc::rope_scaling_type;
+  expect_round_trip({posenc::rope_style::interleaved, posenc::rope_style::half_split});
+  expect_round_trip({rope_scaling_type::none, rope_scaling_type::linear, rope_scaling_type::ntk,
+                     rope_scaling_type::dynamic_ntk, rope_scaling_type::yarn, rope_scaling_type::deepseek_yarn,
+                     rope_scaling_type::llama3, rope_scaling_type::longrope});
+  expect_round_trip({posenc::dynamic_ntk_policy::per_length, posenc::dynamic_ntk_policy::fixed_at_max});
+  expect_round_trip({posenc::longrope_policy::per_length, posenc::longrope_policy::past_original,
+                     posenc::longrope_policy::always_short, posenc::longrope_policy::always_long});
+  expect_round_trip({posenc::isa::scalar, posenc::isa::avx2, posenc::isa::avx512, posenc::isa::neon});
+  expect_round_trip({posenc::layout::nlhd, posenc::layout::nhld, posenc::layout::lhd, posenc::layout::nld, posenc::layout::ld});
+  expect_round_trip({posenc::errc::ok, posenc::errc::invalid_argument, posenc::errc::invalid_file, posenc::errc::io_error,
+                     posenc::errc::out_of_memory, posenc::errc::device_error});
+
+  EXPECT_STREQ(posenc::to_string(posenc::rope_style::half_split), "half_split");
+  EXPECT_STREQ(posenc::to_string(rope_scaling_type::dynamic_ntk), "dynamic_ntk");
+  posenc::rope_style s = posenc::rope_style::interleaved;
+  EXPECT_TRUE(posenc::parse("half-split", s));
+  EXPECT_EQ(s, posenc::rope_style::half_split);
+  s = posenc::rope_style::interleaved;
+  EXPECT_TRUE(posenc::parse("HALF_SPLIT", s));
+  EXPECT_EQ(s, posenc::rope_style::half_split);
+  rope_scaling_type t = rope_scaling_type::none;
+  EXPECT_TRUE(posenc::parse("dynamic-ntk", t));
+  EXPECT_EQ(t, rope_scaling_type::dynamic_ntk);
+  EXPECT_TRUE(posenc::parse("default", t));  // HF alias
+  EXPECT_EQ(t, rope_scaling_type::none);
+  EXPECT_TRUE(posenc::parse("dynamic", t));
+  EXPECT_EQ(t, rope_scaling_type::dynamic_ntk);
+  for (const char* bad : {"", "half", "half_splitx", "neox", "half split"}) {
+    s = posenc::rope_style::interleaved;
+    EXPECT_FALSE(posenc::parse(bad, s)) << bad;
+    EXPECT_EQ(s, posenc::rope_style::interleaved) << bad;
+  }
+  EXPECT_STREQ(posenc::enum_choices<posenc::rope_style>().c_str(), "interleaved, half_split");
+  EXPECT_TRUE(posenc::parse(std::string("Half-Split"), s));  // std::string and string_view take the same path
+  static_assert(
+      [] {
+        posenc::rope_style v = posenc::rope_style::interleaved;
+        return posenc::parse("Half-Split", v) && v == posenc::rope_style::half_split;
+      }(),
+      "parse is usable in constant expressions");
+}

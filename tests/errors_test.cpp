@@ -263,6 +263,43 @@ TEST(RopeConfigErrors, FreqFactors) {
   expect_config_rejected(cfg, {"freq_factors[1]=nan"});
 }
 
+// Issue 21: a length-dependent scaling without a stated length used to plan for n = 0 silently (the unscaled
+// base of dynamic NTK, LongRoPE's short factors at every position). Now an error naming both ways out; the
+// fixed policies need no length, and a stated length is accepted.
+TEST(RopeConfigErrors, LengthDependentScalingNeedsALength) {
+  const auto dyn = posenc::rope_scaling::dynamic_ntk(4.0, 2048);
+  expect_config_rejected(make_cfg(64, 0, 0, dyn), {"scaling dynamic_ntk (policy per_length) depends on the sequence length",
+                                                   "pass seq_len", "fixed_at_max"});
+  for (const auto policy : {posenc::longrope_policy::per_length, posenc::longrope_policy::past_original}) {
+    auto lr = longrope4({1, 1, 1, 1}, {1, 2, 3, 4});
+    lr.long_policy = policy;
+    expect_config_rejected(make_cfg(16, 8, 0, lr), {"scaling longrope (policy", "depends on the sequence length",
+                                                    "pass seq_len", "always_short or always_long"});
+    EXPECT_NO_THROW((void)posenc::make_rope_plan(make_cfg(16, 8, 0, lr), 1));
+  }
+  EXPECT_TRUE(posenc::depends_on_length(dyn));
+  auto fixed = dyn;
+  fixed.ntk_policy = posenc::dynamic_ntk_policy::fixed_at_max;
+  EXPECT_FALSE(posenc::depends_on_length(fixed));
+  EXPECT_EQ(posenc::make_rope_plan(make_cfg(64, 0, 0, fixed)).inv_freq(),
+            posenc::make_rope_plan(make_cfg(64, 0, 0, dyn), 4 * 2048).inv_freq());
+  for (const auto policy : {posenc::longrope_policy::always_short, posenc::longrope_policy::always_long}) {
+    auto lr = longrope4({1, 1, 1, 1}, {1, 2, 3, 4});
+    lr.long_policy = policy;
+    EXPECT_FALSE(posenc::depends_on_length(lr));
+    EXPECT_NO_THROW((void)posenc::make_rope_plan(make_cfg(16, 8, 0, lr)));
+  }
+  for (const auto& other : {posenc::rope_scaling{}, posenc::rope_scaling::linear(2.0), posenc::rope_scaling::yarn(4.0, 4096),
+                            posenc::rope_scaling::llama3(8.0, 1.0, 4.0, 8192)}) {
+    EXPECT_FALSE(posenc::depends_on_length(other));
+    EXPECT_NO_THROW((void)posenc::make_rope_plan(make_cfg(64, 0, 0, other)));
+  }
+  posenc::rope_plan out;
+  const posenc::status st = posenc::try_make_rope_plan(make_cfg(64, 0, 0, dyn), 0, out);
+  EXPECT_EQ(st.code(), posenc::errc::invalid_argument);
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(RopeConfigErrors, OriginalMaxPositions) {
   expect_config_rejected(make_cfg(16, 0, 0, posenc::rope_scaling::dynamic_ntk(2.0, 0)), {"scaling.original_max_positions=0"});
   expect_config_rejected(make_cfg(16, 0, 0, posenc::rope_scaling::yarn(4.0, -5)), {"scaling.original_max_positions=-5"});

@@ -246,7 +246,7 @@ TEST(Gguf, Phi3LongRopeTensors) {
   posenc::rope_scaling s = posenc::rope_scaling::longrope(sf, lf, 4096, 32.0);
   s.attention_factor = attn;
   expect_config_eq(info.config, make_config(96, 96, 10000.0, s, posenc::rope_style::half_split));
-  for (index_t n : {index_t{0}, index_t{4096}, index_t{4097}, index_t{131072}}) {
+  for (index_t n : {index_t{1}, index_t{4096}, index_t{4097}, index_t{131072}}) {
     const posenc::rope_plan plan = posenc::make_rope_plan(info.config, n);
     const std::vector<double>& ext = n > 4096 ? lf : sf;
     std::vector<long double> ref;

@@ -334,7 +334,7 @@ void check_t5_case(const golden_case& c, index_t threads) {
 TEST(GpuT5Body, MatchesGolden) {
   int cases = 0;
   for (const auto& c : load_golden("t5.txt")) {
-    if (!c.has("buckets")) continue;  // the boundary cases test the bucketer itself (relative_bias_test.cpp)
+    if (!c.has("buckets")) continue;  // the boundary cases test the bucketer itself (t5_bias_test.cpp)
     ++cases;
     for (index_t threads : {index_t{5}, index_t{128}}) {
       check_t5_case<float>(c, threads);

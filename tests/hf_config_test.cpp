@@ -227,7 +227,7 @@ TEST(HfConfig, Phi3LongRope) {
 
   // sqrt(1 + ln F / ln M) = sqrt(1 + ln 32 / ln 4096) = sqrt(17/12).
   const auto mag = static_cast<double>(std::sqrt(1.0L + std::log(32.0L) / std::log(4096.0L)));
-  for (index_t n : {index_t{0}, index_t{4096}, index_t{4097}, index_t{131072}}) {
+  for (index_t n : {index_t{1}, index_t{4096}, index_t{4097}, index_t{131072}}) {
     const posenc::rope_plan plan = posenc::make_rope_plan(info.config, n);
     const std::vector<double>& ext = n > 4096 ? lf : sf;  // HF: long once the length passes M
     std::vector<long double> ref;
@@ -441,7 +441,7 @@ TEST(HfConfig, LongRopeWithoutTopLevelOriginal) {
   posenc::rope_scaling want = posenc::rope_scaling::longrope(ones, twos, 8192, 4.0);
   want.attention_factor = 1.5;
   expect_scaling_eq(info.config.scaling, want);
-  EXPECT_EQ(posenc::make_rope_plan(info.config).magnitude(), 1.5);
+  EXPECT_EQ(posenc::make_rope_plan(info.config, 1).magnitude(), 1.5);
 }
 
 TEST(HfConfig, PerLayerRopeParameters) {

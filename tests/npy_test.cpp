@@ -20,7 +20,7 @@
 #include <posenc/learned.hpp>
 #include <posenc/io/npy.hpp>
 #include <posenc/io/npy_tensors.hpp>
-#include <posenc/relative_bias.hpp>
+#include <posenc/t5_bias.hpp>
 
 #include "scratch.hpp"
 

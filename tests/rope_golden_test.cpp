@@ -110,6 +110,22 @@ TEST_P(RopeGolden, AllDtypesAndPaths) {
   }
 }
 
+// The registration lists come from golden_case_names (case and array lines only, so that registering tests is
+// cheap in every CTest process); they must name exactly the cases the full parser reads.
+TEST(GoldenFiles, CaseNamesMatchTheParser) {
+  for (const char* f : {"rope_basic.txt", "rope_scaling.txt", "rope_long.txt", "alibi.txt", "xpos.txt", "mrope.txt",
+                        "sinusoidal.txt", "t5.txt", "quant.txt", "compat.txt", "learned.txt"}) {
+    std::vector<std::string> parsed, parsed_table;
+    for (const auto& c : load_golden(f)) {
+      parsed.push_back(c.name);
+      if (c.has("table")) parsed_table.push_back(c.name);
+    }
+    EXPECT_FALSE(parsed.empty()) << f;
+    EXPECT_EQ(golden_case_names(f), parsed) << f;
+    EXPECT_EQ(golden_case_names(f, "table"), parsed_table) << f;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Golden, RopePlanGolden, ::testing::ValuesIn(rope_golden_cases()),
                          golden_ref_name{});
 INSTANTIATE_TEST_SUITE_P(Golden, RopeGolden,

@@ -114,6 +114,39 @@ TEST(RerotateRope, DynamicNtkGrowthEqualsFreshRotation) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-11) << i;
 }
 
+// The apply-time form (issue 21): the plan follows the length as HF re-plans per forward, `changed` says when
+// cached keys need the re-rotation, and the replanned plan is exactly make_rope_plan at that length.
+TEST(ReplanRope, FollowsTheLengthAndReportsChanges) {
+  posenc::rope_config cfg;
+  cfg.head_dim = 64;
+  cfg.scaling = posenc::rope_scaling::dynamic_ntk(4.0, 2048);
+  posenc::rope_plan plan;
+  bool changed = false;
+  ASSERT_TRUE(posenc::try_replan_rope(cfg, 100, plan, changed).ok());
+  EXPECT_TRUE(changed);  // from empty
+  const double* storage = plan.inv_freq().data();
+  ASSERT_TRUE(posenc::try_replan_rope(cfg, 2048, plan, changed).ok());
+  EXPECT_FALSE(changed);  // n <= M: the base is unchanged
+  ASSERT_TRUE(posenc::try_replan_rope(cfg, 6000, plan, changed).ok());
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(plan.inv_freq(), posenc::make_rope_plan(cfg, 6000).inv_freq());
+  EXPECT_EQ(plan.inv_freq().data(), storage);  // storage reused: no allocation once sized
+  ASSERT_TRUE(posenc::try_replan_rope(cfg, 6000, plan, changed).ok());
+  EXPECT_FALSE(changed);
+  const posenc::rope_plan kept = plan;
+  EXPECT_FALSE(posenc::try_replan_rope(cfg, 0, plan, changed).ok());  // no length: rejected, plan kept
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(plan.inv_freq(), kept.inv_freq());
+
+  cfg.scaling = posenc::rope_scaling::longrope({1, 1, 1, 1}, {2, 3, 4, 5}, 4096, 8.0);
+  cfg.head_dim = 8;
+  ASSERT_TRUE(posenc::try_replan_rope(cfg, 4096, plan, changed).ok());
+  ASSERT_TRUE(posenc::try_replan_rope(cfg, 4096, plan, changed).ok());
+  EXPECT_FALSE(changed);
+  ASSERT_TRUE(posenc::try_replan_rope(cfg, 4097, plan, changed).ok());
+  EXPECT_TRUE(changed);  // short -> long factors
+}
+
 TEST(RerotateRope, RejectsDifferentLayouts) {
   posenc::rope_config a;
   a.head_dim = 16;

@@ -478,6 +478,12 @@ TEST(RopeViews, PositionFormsAgree) {
   EXPECT_EQ(run(posenc::positions::per_token(tok64.data(), N, L)), ref) << "per_token int64";
   EXPECT_EQ(run(posenc::positions::per_token(tok32.data(), N, L)), ref) << "per_token int32";
   EXPECT_EQ(run(posenc::positions::per_token(padded.data(), N, L, L + 3)), ref) << "per_token row_stride";
+  // row_stride 0: one row of ids for every sequence (HF position_ids of shape (1, L)) equals the tiled (N, L).
+  std::vector<std::int64_t> tiled(N * L);
+  for (index_t n = 0; n < N; ++n)
+    for (index_t l = 0; l < L; ++l) tiled[static_cast<std::size_t>(n * L + l)] = tok64[static_cast<std::size_t>(L + l)];
+  EXPECT_EQ(run(posenc::positions::per_token(tok64.data() + L, N, L, 0)), run(posenc::positions::per_token(tiled.data(), N, L)))
+      << "per_token broadcast";
 
   constexpr std::int64_t p0 = 4321;
   std::vector<std::int64_t> shifted(N * L);
@@ -635,7 +641,7 @@ TEST(RopePlan, RebuildIntoExistingPlanEqualsFreshPlan) {
       make_cfg(16, 8, 8, rope_style::half_split, posenc::rope_scaling::linear(4.0)),
       make_cfg(64, 64, 0, rope_style::half_split, posenc::rope_scaling::dynamic_ntk(4.0, 2048))};
   for (std::size_t i = 0; i < cfgs.size(); ++i) {
-    for (index_t seq_len : {0, 100, 4096}) {
+    for (index_t seq_len : {1, 100, 4096}) {
       posenc::make_rope_plan(cfgs[i], seq_len, plan);
       expect_same_plan(plan, posenc::make_rope_plan(cfgs[i], seq_len), "config " + std::to_string(i) + " seq_len " +
                                                                              std::to_string(seq_len));
@@ -651,7 +657,7 @@ TEST(RopePlan, DynamicNtkPerLength) {
   constexpr double F = 4.0, base = 10000.0;
   const auto unscaled = posenc::make_rope_plan(make_cfg(R, R, 0, rope_style::half_split));
   const auto cfg = make_cfg(R, R, 0, rope_style::half_split, posenc::rope_scaling::dynamic_ntk(F, M));
-  for (index_t n : std::array<index_t, 4>{0, 1, 1000, M}) expect_same_plan(posenc::make_rope_plan(cfg, n), unscaled, "seq_len " + std::to_string(n));
+  for (index_t n : std::array<index_t, 3>{1, 1000, M}) expect_same_plan(posenc::make_rope_plan(cfg, n), unscaled, "seq_len " + std::to_string(n));
   for (index_t n : std::array<index_t, 3>{M + 1, 3 * M, 100000}) {
     const auto plan = posenc::make_rope_plan(cfg, n);
     const double b = base * std::pow(F * static_cast<double>(n) / M - (F - 1.0), static_cast<double>(R) / (R - 2));
@@ -695,7 +701,7 @@ TEST(RopePlan, LongRopePolicies) {
         make_cfg(R, R, 0, rope_style::half_split, posenc::rope_scaling::longrope(short_f, long_f, M, 16.0, policy)), seq_len);
   };
   using P = posenc::longrope_policy;
-  expect_factors(plan_for(P::per_length, 0), short_f, "per_length 0");
+  expect_factors(plan_for(P::per_length, 1), short_f, "per_length 1");
   expect_factors(plan_for(P::per_length, M), short_f, "per_length M");
   expect_factors(plan_for(P::per_length, M + 1), long_f, "per_length M+1");
   expect_factors(plan_for(P::past_original, M + 1), short_f, "past_original M+1");

@@ -31,10 +31,7 @@ const std::vector<golden_case>& golden() {
 }
 
 std::vector<std::string> table_cases() {
-  std::vector<std::string> out;
-  for (const auto& c : golden())
-    if (c.has("table")) out.push_back(c.name);
-  return out;
+  return golden_case_names("sinusoidal.txt", "table");
 }
 
 class SinusoidalTableGolden : public IsaTest<std::string> {};

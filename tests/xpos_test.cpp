@@ -35,9 +35,7 @@ using RowMajor3 = Eigen::Tensor<T, 3, Eigen::RowMajor>;
 class XposGolden : public IsaTest<std::string> {};
 
 std::vector<std::string> xpos_case_names() {
-  std::vector<std::string> out;
-  for (const auto& c : load_golden("xpos.txt")) out.push_back(c.name);
-  return out;
+  return golden_case_names("xpos.txt");
 }
 
 template <class T>

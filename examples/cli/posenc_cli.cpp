@@ -114,21 +114,43 @@ std::array<index_t, 3> parse_sections(const std::string& s) {
   return out;
 }
 
-posenc::rope_style style_of(const std::string& s) {
-  return s == "interleaved" ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+/// A flag's value as the enum posenc names it (posenc/enum_names.hpp: "half-split" and "half_split" alike); the
+/// flag's validator (named<E>) has already accepted it.
+template <class E>
+E enum_of(const std::string& s) {
+  E e{};
+  if (!posenc::parse(s, e)) fail("'" + s + "' is not one of: " + posenc::enum_choices<E>().c_str());
+  return e;
 }
+
+/// A CLI11 validator accepting exactly the names posenc::parse takes for E.
+template <class E>
+CLI::Validator named() {
+  return CLI::Validator(
+      [](std::string& v) {
+        E e{};
+        return posenc::parse(v, e) ? std::string() : "'" + v + "' is not one of: " + posenc::enum_choices<E>().c_str();
+      },
+      "");
+}
+
+posenc::rope_style style_of(const std::string& s) { return enum_of<posenc::rope_style>(s); }
 
 /// The scaling the flags describe (--scaling and its knobs).
 posenc::rope_scaling scaling_from_flags(const rope_args& a) {
   const index_t m = a.original_max;
-  if (a.scaling == "linear") return posenc::rope_scaling::linear(a.factor);
-  if (a.scaling == "ntk") return posenc::rope_scaling::ntk(a.factor);
-  if (a.scaling == "dynamic-ntk") return posenc::rope_scaling::dynamic_ntk(a.factor, m);
-  if (a.scaling == "yarn") return posenc::rope_scaling::yarn(a.factor, m, a.beta_fast, a.beta_slow);
-  if (a.scaling == "llama3") return posenc::rope_scaling::llama3(a.factor, a.low_freq_factor, a.high_freq_factor, m);
-  if (a.scaling == "longrope") {
-    if (a.short_factors.empty() || a.long_factors.empty()) fail("--scaling longrope needs --short-factors and --long-factors");
-    return posenc::rope_scaling::longrope(read_factors(a.short_factors), read_factors(a.long_factors), m, a.factor);
+  using t = posenc::rope_scaling_type;
+  switch (enum_of<t>(a.scaling)) {
+    case t::linear: return posenc::rope_scaling::linear(a.factor);
+    case t::ntk: return posenc::rope_scaling::ntk(a.factor);
+    case t::dynamic_ntk: return posenc::rope_scaling::dynamic_ntk(a.factor, m);
+    case t::yarn: return posenc::rope_scaling::yarn(a.factor, m, a.beta_fast, a.beta_slow);
+    case t::deepseek_yarn: fail("--scaling deepseek-yarn has no flags for mscale / mscale_all_dim: load the model with --hf-config");
+    case t::llama3: return posenc::rope_scaling::llama3(a.factor, a.low_freq_factor, a.high_freq_factor, m);
+    case t::longrope:
+      if (a.short_factors.empty() || a.long_factors.empty()) fail("--scaling longrope needs --short-factors and --long-factors");
+      return posenc::rope_scaling::longrope(read_factors(a.short_factors), read_factors(a.long_factors), m, a.factor);
+    case t::none: break;
   }
   return posenc::rope_scaling{};
 }
@@ -207,7 +229,7 @@ void run_rope(const rope_args& a) {
       if (cfg.style != posenc::rope_style::half_split) fail("--mrope-sections needs --style half-split");
       if (a.positions.empty()) fail("--mrope-sections needs --positions of shape [3, L] or [N, 3, L]");
       const posenc::mrope_plan mp(plan, parse_sections(a.mrope_sections),
-                                  a.mrope_layout == "interleaved" ? posenc::mrope_layout::interleaved : posenc::mrope_layout::chunked);
+                                  enum_of<posenc::mrope_layout>(a.mrope_layout));
       posenc::mrope_positions pos = posenc::mrope_positions::shared(ids.data(), l);
       if (pshape.size() == 2 && pshape[0] == 3 && pshape[1] == l) {
       } else if (pshape.size() == 3 && pshape[0] == n && pshape[1] == 3 && pshape[2] == l) {
@@ -256,7 +278,11 @@ void run_plan(const rope_args& a, const plan_args& p) {
     d = from_file->head_dim;
   }
   const posenc::rope_config cfg = rope_config_for(a, from_file, d);
-  // The sequence length the plan is for: dynamic NTK and LongRoPE choose by it; the others ignore it.
+  // The sequence length the plan is for: dynamic NTK and LongRoPE choose by it (and need it stated); the others
+  // ignore it.
+  if (p.length == 0 && posenc::depends_on_length(cfg.scaling))
+    fail(std::string("plan: --scaling ") + posenc::to_string(cfg.scaling.type) +
+         " depends on the sequence length: give --length N (the largest position + 1 the plan serves)");
   const posenc::rope_plan plan = posenc::make_rope_plan(cfg, p.length);
   const std::vector<double>& w = plan.inv_freq();
   const double two_pi = 6.283185307179586476925286766559;
@@ -309,7 +335,7 @@ void run_xpos(const xpos_args& a) {
     cfg.scale_base = a.scale_base;
     cfg.gamma = a.gamma;
     cfg.base = a.base;
-    cfg.style = a.style == "half-split" ? posenc::rope_style::half_split : posenc::rope_style::interleaved;
+    cfg.style = style_of(a.style);
     const posenc::xpos_plan plan(cfg);
     const index_t center = a.center >= 0 ? a.center : posenc::xpos_default_center(v.extent(1), a.offset);
     posenc::apply_xpos(plan, v, posenc::positions::offset(a.offset), center,
@@ -358,7 +384,7 @@ void run_sinusoidal(const table_args& a) {
   posenc::sinusoidal_config cfg;
   cfg.dim = a.dim;
   cfg.base = a.base;
-  cfg.layout = a.layout == "concat" ? posenc::sinusoidal_layout::concat : posenc::sinusoidal_layout::interleaved;
+  cfg.layout = enum_of<posenc::sinusoidal_layout>(a.layout);
   std::vector<float> t(static_cast<std::size_t>(a.length * a.dim));
   posenc::sinusoidal_table(posenc::strided_view<float, 2>(t.data(), {a.length, a.dim}), cfg, a.offset);
   posenc::write_npy(a.output, "<f4", {a.length, a.dim}, t.data());
@@ -389,11 +415,11 @@ struct frequency_flags {
 frequency_flags add_frequency_flags(CLI::App* app, rope_args& ra, const CLI::Validator& positive) {
   frequency_flags f{};
   f.style =
-      app->add_option("--style", ra.style, "half-split|interleaved")->check(CLI::IsMember({"half-split", "interleaved"}));
+      app->add_option("--style", ra.style, "half-split|interleaved")->check(named<posenc::rope_style>());
   f.rotary_dim = app->add_option("--rotary-dim", ra.rotary_dim, "rotated features R (default D)")->check(positive);
   f.base = app->add_option("--base", ra.base, "rope theta (default 10000)")->check(positive);
   f.scaling = app->add_option("--scaling", ra.scaling, "none|linear|ntk|dynamic-ntk|yarn|llama3|longrope")
-                             ->check(CLI::IsMember({"none", "linear", "ntk", "dynamic-ntk", "yarn", "llama3", "longrope"}));
+                  ->check(named<posenc::rope_scaling_type>());
   f.factor = app->add_option("--factor", ra.factor, "scaling factor")->check(positive);
   f.original_max =
       app->add_option("--original-max-positions", ra.original_max, "original context M")->check(positive);
@@ -446,7 +472,7 @@ int main(int argc, char** argv) {
   rope->add_option("--positions", ra.positions, "explicit positions .npy, [L] or [N, L] (MRoPE: [3, L] or [N, 3, L])");
   rope->add_flag("--inverse", ra.inverse, "the transpose (backward pass)");
   rope->add_option("--mrope-sections", ra.mrope_sections, "multimodal RoPE sections T,H,W (T+H+W = R/2)");
-  rope->add_option("--mrope-layout", ra.mrope_layout, "chunked|interleaved")->check(CLI::IsMember({"chunked", "interleaved"}));
+  rope->add_option("--mrope-layout", ra.mrope_layout, "chunked|interleaved")->check(named<posenc::mrope_layout>());
 
   rope_args pa;
   plan_args pl;
@@ -467,7 +493,7 @@ int main(int argc, char** argv) {
   xpos->add_option("--gamma", xa.gamma, "default 0.4")->check(positive);
   xpos->add_option("--base", xa.base, "default 10000")->check(positive);
   xpos->add_flag("--downscale", xa.downscale, "divide by the scale (keys)");
-  xpos->add_option("--style", xa.style, "interleaved|half-split")->check(CLI::IsMember({"interleaved", "half-split"}));
+  xpos->add_option("--style", xa.style, "interleaved|half-split")->check(named<posenc::rope_style>());
 
   table_args ta;
   CLI::App* alibi = app.add_subcommand("alibi", "ALiBi bias [H, LQ, LK] = slope_h * (j - (i + P0)), float32");
@@ -499,7 +525,7 @@ int main(int argc, char** argv) {
   sin->add_option("--output", ta.output, "output .npy")->required();
   sin->add_option("--base", ta.base, "default 10000")->check(positive);
   sin->add_option("--offset", ta.offset, "first position P0 (default 0)")->check(non_negative);
-  sin->add_option("--layout", ta.layout, "interleaved|concat")->check(CLI::IsMember({"interleaved", "concat"}));
+  sin->add_option("--layout", ta.layout, "interleaved|concat")->check(named<posenc::sinusoidal_layout>());
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

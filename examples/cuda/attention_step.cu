@@ -23,7 +23,7 @@
 #include <posenc/cuda/alibi.cuh>
 #include <posenc/cuda/rope.cuh>
 #include <posenc/positions.hpp>
-#include <posenc/rope_scaling.hpp>
+#include <posenc/rope_plan.hpp>
 #include <posenc/tensor_view.hpp>
 
 namespace {

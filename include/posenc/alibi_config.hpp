@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/status.hpp"
@@ -25,11 +26,19 @@ enum class alibi_form {
   linear,     ///< slope * d: the paper's decoder form (BLOOM, MPT, Falcon-RW, ggml); d <= 0 under a causal mask
   symmetric,  ///< -slope * |d|: bidirectional encoders (e.g. the symmetric ALiBi of MosaicBERT)
 };
+template <>
+struct enum_names<alibi_form> {
+  static constexpr enum_name<alibi_form> list[] = {{alibi_form::linear, "linear"}, {alibi_form::symmetric, "symmetric"}};
+};
 
 /// What add_alibi_bias does with the keys after the query (j > q).
 enum class alibi_mask {
   none,    ///< the bias only
   causal,  ///< the score is set to -infinity (overwritten, not added): a fused causal mask
+};
+template <>
+struct enum_names<alibi_mask> {
+  static constexpr enum_name<alibi_mask> list[] = {{alibi_mask::none, "none"}, {alibi_mask::causal, "causal"}};
 };
 
 /// One ALiBi configuration. The slopes depend on the *global* head count, so a tensor-parallel shard names

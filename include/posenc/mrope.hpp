@@ -21,7 +21,7 @@
 #include "posenc/detail/simd/base.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/rope.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 

@@ -11,11 +11,12 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/rope_checks.hpp"
 #include "posenc/detail/throw.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 #include "posenc/types.hpp"
 
@@ -25,6 +26,11 @@ POSENC_BEGIN_NAMESPACE
 enum class mrope_layout {
   chunked,      ///< Qwen2-VL: pair i takes t for i < T, h for T <= i < T+H, w after
   interleaved,  ///< Qwen3-VL: h if i % 3 == 1 and i < 3H, w if i % 3 == 2 and i < 3W, else t
+};
+template <>
+struct enum_names<mrope_layout> {
+  static constexpr enum_name<mrope_layout> list[] = {{mrope_layout::chunked, "chunked"},
+                                                      {mrope_layout::interleaved, "interleaved"}};
 };
 
 /// The three positions of every token: (N, 3, L) row-major (per_token), or one (3, L) array shared by every

@@ -15,10 +15,10 @@
 #include "posenc/mrope.hpp"        // IWYU pragma: export
 #include "posenc/positions.hpp"    // IWYU pragma: export
 #include "posenc/quantize.hpp"     // IWYU pragma: export
-#include "posenc/relative_bias.hpp" // IWYU pragma: export
+#include "posenc/t5_bias.hpp" // IWYU pragma: export
 #include "posenc/rope.hpp"         // IWYU pragma: export
 #include "posenc/rope_ops.hpp"     // IWYU pragma: export
-#include "posenc/rope_scaling.hpp" // IWYU pragma: export
+#include "posenc/rope_plan.hpp" // IWYU pragma: export
 #include "posenc/sinusoidal.hpp"   // IWYU pragma: export
 #include "posenc/status.hpp"       // IWYU pragma: export
 #include "posenc/storage.hpp"      // IWYU pragma: export

@@ -42,7 +42,8 @@ class positions {
   static positions per_sequence(const std::int64_t* offsets, index_t count) { return make(form::per_sequence, offsets, nullptr, count, 1, 1); }
   /// As above, with 32-bit offsets.
   static positions per_sequence(const std::int32_t* offsets, index_t count) { return make(form::per_sequence, nullptr, offsets, count, 1, 1); }
-  /// Token (n, l) gets ids[n * row_stride + l] (HF `position_ids` of shape (N, L)); row_stride defaults to L.
+  /// Token (n, l) gets ids[n * row_stride + l] (HF `position_ids` of shape (N, L)); row_stride defaults to L, and
+  /// 0 gives every sequence the same L ids (HF `position_ids` of shape (1, L), broadcast over the batch).
   static positions per_token(const std::int64_t* ids, index_t batch, index_t length, index_t row_stride = -1) {
     return make(form::per_token, ids, nullptr, batch, length, row_stride < 0 ? length : row_stride);
   }
@@ -193,13 +194,14 @@ inline status validate_positions(const char* fn, const positions& p, index_t n, 
     case positions::form::per_token:
       if (p.count_ != n || p.length_ != l)
         return fail(fn, "positions per_token shape (", p.count_, ", ", p.length_, ") does not match (N, L)=(", n, ", ", l, ")");
-      if (p.stride_ < l) return fail(fn, "positions row_stride=", p.stride_, " is less than L=", l);
+      if (p.stride_ != 0 && p.stride_ < l)
+        return fail(fn, "positions row_stride=", p.stride_, " is less than L=", l, " (0 broadcasts one row)");
       if (n > 0 && l > 0 && !p.has_data()) return fail(fn, "positions per_token ids are null");
       if (!values_readable) {
         if (n > 0 && l > 0) max_pos = big;
         break;
       }
-      for (index_t i = 0; i < n; ++i)
+      for (index_t i = 0; i < (p.stride_ == 0 && n > 0 ? 1 : n); ++i)  // a broadcast row is read once
         for (index_t j = 0; j < l; ++j) {
           const index_t v = p.value(i * p.stride_ + j);
           if (v < 0) return fail(fn, "position[", i, ", ", j, "]=", v, " must be >= 0");

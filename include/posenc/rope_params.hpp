@@ -19,10 +19,11 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/math/scaling.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/error.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -32,6 +33,11 @@ enum class rope_yarn_variant {
   yarn,      ///< rope_scaling_type::yarn (HF `_compute_yarn_parameters`); mscale and mscale_all_dim default to 0
   deepseek,  ///< rope_scaling_type::deepseek_yarn (DeepSeek-V2/V3: magnitude ratio plus a softmax logit scale);
              ///< mscale defaults to 1, mscale_all_dim to 0, as DeepSeek's reference
+};
+template <>
+struct enum_names<rope_yarn_variant> {
+  static constexpr enum_name<rope_yarn_variant> list[] = {{rope_yarn_variant::yarn, "yarn"},
+                                                           {rope_yarn_variant::deepseek, "deepseek"}};
 };
 
 /// A model's RoPE metadata as its files state it. Optional fields are absent when the file does not give
@@ -178,10 +184,11 @@ inline head_dim_source model_head_dim(std::optional<index_t> rotary_head, std::o
 }
 
 /// make_rope_plan is the one validator of a rope_config (base, factor ranges, llama3 bands, array lengths, a
-/// finite result); its message is reported as it is.
+/// finite result); its message is reported as it is. A loaded config is valid whatever length it will serve,
+/// so it is checked at length 1 (a length-dependent scaling then asks its user for the length at plan time).
 inline status check_rope_plan(const rope_config& cfg) noexcept {
   rope_plan plan;
-  return try_make_rope_plan(cfg, 0, plan);
+  return try_make_rope_plan(cfg, 1, plan);
 }
 
 /// The mapping: rope_params -> rope_config, messages naming fields as `n` says. `canonical_type`, when given,
@@ -306,7 +313,7 @@ inline status rope_params_to_config(const rope_params& p, const rope_param_names
     if (!is_yarn && s.type != rope_scaling_type::longrope)
       return fail(n.attn_factor, "=", a, " needs a YaRN or LongRoPE scaling (the only plans with a magnitude on cos/sin), not ",
                   why);
-    // The magnitude make_rope_plan would derive (rope_scaling.hpp), times a.
+    // The magnitude make_rope_plan would derive (rope_plan.hpp), times a.
     double derived = 1.0;
     if (s.attention_factor) derived = *s.attention_factor;
     else if (s.type == rope_scaling_type::longrope) derived = math::longrope_attention_factor(s.factor, static_cast<double>(m));

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/throw.hpp"
@@ -19,6 +20,11 @@ POSENC_BEGIN_NAMESPACE
 enum class sinusoidal_layout {
   interleaved,  ///< T[p, 2i] = sin(p w_i), T[p, 2i+1] = cos(p w_i), w_i = base^(-2i/D) (Vaswani et al. 2017)
   concat,       ///< T[p, i] = sin(p w_i), T[p, D/2 + i] = cos(p w_i), w_i = base^(-i/(D/2-1)) (tensor2tensor, fairseq)
+};
+template <>
+struct enum_names<sinusoidal_layout> {
+  static constexpr enum_name<sinusoidal_layout> list[] = {{sinusoidal_layout::interleaved, "interleaved"},
+                                                           {sinusoidal_layout::concat, "concat"}};
 };
 
 /// A sinusoidal encoding. Validated by every entry: dim even and > 0, base finite and > 1, padding_idx >= 0.

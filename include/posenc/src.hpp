@@ -22,7 +22,7 @@
 #include "posenc/learned.hpp"
 #include "posenc/mrope.hpp"
 #include "posenc/quantize.hpp"
-#include "posenc/relative_bias.hpp"
+#include "posenc/t5_bias.hpp"
 #include "posenc/rope.hpp"
 #include "posenc/rope_ops.hpp"
 #include "posenc/sinusoidal.hpp"

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 
 POSENC_BEGIN_NAMESPACE
 
@@ -24,6 +25,15 @@ enum class errc : int {
   io_error,          ///< a file that cannot be opened or read
   out_of_memory,     ///< an allocation a build function needed failed (std::bad_alloc when thrown)
   device_error,      ///< a CUDA runtime call or kernel launch failed (posenc/cuda/; device_error when thrown)
+};
+template <>
+struct enum_names<errc> {
+  static constexpr enum_name<errc> list[] = {{errc::ok, "ok"},
+                                             {errc::invalid_argument, "invalid_argument"},
+                                             {errc::invalid_file, "invalid_file"},
+                                             {errc::io_error, "io_error"},
+                                             {errc::out_of_memory, "out_of_memory"},
+                                             {errc::device_error, "device_error"}};
 };
 
 /// The result of a `try_` function: ok, or a code and the message the throwing form would carry, e.g.

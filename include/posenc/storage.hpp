@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/math/half.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -22,6 +23,12 @@ enum class storage_format {
   f64,   ///< IEEE binary64 (double)
   f16,   ///< IEEE binary16, 2 bytes
   bf16,  ///< bfloat16 (the high half of a binary32), 2 bytes
+};
+template <>
+struct enum_names<storage_format> {
+  static constexpr enum_name<storage_format> list[] = {{storage_format::none, "none"}, {storage_format::f32, "f32"},
+                                                        {storage_format::f64, "f64"}, {storage_format::f16, "f16"},
+                                                        {storage_format::bf16, "bf16"}};
 };
 
 /// Specialise for an engine's own element type; an f16/bf16 type must be 2 bytes holding the format's bits

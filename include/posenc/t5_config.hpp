@@ -1,8 +1,8 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 //
 // T5's bucketing configuration and the checks of a T5 bias call, apart from the kernels, so
-// posenc/relative_bias.hpp (CPU) and posenc/cuda/relative_bias.cuh (GPU) share them. The encoding is
-// documented in posenc/relative_bias.hpp.
+// posenc/t5_bias.hpp (CPU) and posenc/cuda/t5_bias.cuh (GPU) share them. The encoding is
+// documented in posenc/t5_bias.hpp.
 #pragma once
 
 #include <array>

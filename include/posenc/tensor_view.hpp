@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/types.hpp"
 
@@ -149,6 +150,11 @@ enum class layout {
   lhd,   ///< (sequence, heads, head dim)
   nld,   ///< (batch, sequence, dim): one head (torchscale's xPos input)
   ld,    ///< (sequence, dim)
+};
+template <>
+struct enum_names<layout> {
+  static constexpr enum_name<layout> list[] = {
+      {layout::nlhd, "NLHD"}, {layout::nhld, "NHLD"}, {layout::lhd, "LHD"}, {layout::nld, "NLD"}, {layout::ld, "LD"}};
 };
 
 /// Specialise to accept another tensor type wherever a strided_view is: `static auto view(X& t)` returns the

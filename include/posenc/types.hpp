@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 
 POSENC_BEGIN_NAMESPACE
 
@@ -18,6 +19,11 @@ using index_t = std::int64_t;
 enum class rope_style {
   interleaved,  ///< (x[2i], x[2i+1]): RoFormer, GPT-J, MLX/tiny-llm "traditional", ggml mode 0
   half_split,   ///< (x[i], x[i + R/2]): GPT-NeoX, Llama, Qwen2 (HF rotate_half), ggml NEOX mode
+};
+template <>
+struct enum_names<rope_style> {
+  static constexpr enum_name<rope_style> list[] = {{rope_style::interleaved, "interleaved"},
+                                                    {rope_style::half_split, "half_split"}};
 };
 
 /// An instruction set posenc has kernels for.
@@ -39,5 +45,10 @@ constexpr const char* isa_name(isa i) noexcept {
   }
   return "scalar";
 }
+template <>
+struct enum_names<isa> {
+  static constexpr enum_name<isa> list[] = {
+      {isa::scalar, "scalar"}, {isa::avx2, "avx2"}, {isa::avx512, "avx512"}, {isa::neon, "neon"}};
+};
 
 POSENC_END_NAMESPACE

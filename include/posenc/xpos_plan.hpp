@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/math/xpos_scale.hpp"
@@ -30,6 +31,10 @@ struct xpos_config {
 
 /// Queries are scaled up by zeta^((p-C)/scale_base), keys down (torchscale `downscale=True`).
 enum class xpos_mode { upscale, downscale };
+template <>
+struct enum_names<xpos_mode> {
+  static constexpr enum_name<xpos_mode> list[] = {{xpos_mode::upscale, "upscale"}, {xpos_mode::downscale, "downscale"}};
+};
 
 /// Frequencies and ln zeta of one xPos configuration, validated once.
 class xpos_plan {

@@ -25,9 +25,16 @@ Outputs
       ``add_alibi_bias``) work in place and return the array(s) they were given.
 
 Positions
-    ``positions=None`` with ``offset=P``: tokens 0..L-1 of every sequence sit at P..P+L-1 (a KV cache of P
-    entries). An integer array (int64 or int32) of shape (N,): sequence n starts at positions[n] (continuous
-    batching). Of shape (N, L): one position per token (Hugging Face ``position_ids``).
+    Each meaning has its own keyword; none is guessed from an array's shape.
+
+    * ``offset=P`` (no arrays): tokens 0..L-1 of every sequence sit at P..P+L-1 (a KV cache of P entries).
+    * ``positions=``: one id per token, int64 or int32, Hugging Face ``position_ids``: shape (N, L), or (L,) /
+      (1, L) for the same ids in every sequence (broadcast over the batch, as HF does).
+    * ``starts=``: one start per sequence, shape (N,): sequence n sits at starts[n]..starts[n]+L-1 (continuous
+      batching).
+
+    Any other shape is a ValueError naming the expected ones; ``positions`` and ``starts`` together, or either
+    with a non-zero ``offset``, too.
 
 Errors
     posenc validates every argument before writing anything: a bad shape, stride, position or configuration
@@ -54,7 +61,7 @@ except ImportError as e:  # pragma: no cover - only when the extension was not b
         "rather than importing it from the source folder"
     ) from e
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "__version__",
@@ -218,6 +225,18 @@ def _ids(positions: Positions, fn: str, name: str = "positions", int64_only: boo
     return np.ascontiguousarray(a)
 
 
+def _pos(positions: Positions, starts: Positions, fn: str) -> Tuple[Any, bool]:
+    """The ids and their meaning, each named by its keyword (never guessed from a shape): ``positions`` one id
+    per token ((N, L), or (L,) / (1, L) for every sequence), ``starts`` one start per sequence ((N,))."""
+    if positions is not None and starts is not None:
+        raise ValueError(
+            f"posenc.{fn}: give positions (one id per token) or starts (one start per sequence), not both"
+        )
+    if starts is not None:
+        return _ids(starts, fn, "starts"), True
+    return _ids(positions, fn), False
+
+
 def _layout(layout: Optional[str]) -> str:
     return "" if layout is None else str(layout)
 
@@ -226,6 +245,26 @@ def _out(x: Any, out: Optional[Array], fn: str, dtype: DType = None) -> Any:
     if out is None:
         return _empty_like(x, fn, dtype)
     return _check_array(out, "out", fn, True)
+
+
+def _seq_len(v: Optional[int], fn: str) -> int:
+    """seq_len as the C++ API takes it: None (not stated) is 0, which length-dependent scalings reject."""
+    return 0 if v is None else _int(v, "seq_len", fn)
+
+
+def _merged_config(cfg: Dict[str, Any], changes: Dict[str, Any], fn: str) -> Dict[str, Any]:
+    """cfg (RopePlan.config form) with `changes`: top-level keys replaced, ``scaling`` merged key by key."""
+    out = dict(cfg)
+    for key, value in changes.items():
+        if key not in out:
+            raise TypeError(f"posenc.{fn}: unknown configuration key {key!r} (known: {', '.join(out)})")
+        if key == "scaling":
+            if not isinstance(value, dict):
+                raise TypeError(f"posenc.{fn}: scaling must be a dict of the keys of config['scaling']")
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
 
 
 def _int(v: Any, name: str, fn: str) -> int:
@@ -326,8 +365,12 @@ class RopePlan:
             rope_params mapping; posenc adds ``"dynamic_policy"`` (``"per_length"`` as HF, ``"fixed_at_max"``
             as vLLM) and ``"longrope_policy"`` (``"per_length"``, ``"past_original"``, ``"always_short"``,
             ``"always_long"``). Unknown keys are rejected.
-        seq_len: the sequence length n the plan serves (largest position + 1): dynamic NTK and LongRoPE depend on
-            it (rebuild with :meth:`with_seq_len`).
+        seq_len: the sequence length n the plan serves (largest position + 1). Required (a ValueError names the
+            two ways out otherwise) for the scalings that depend on it: ``"dynamic"`` under the ``"per_length"``
+            policy (HF re-plans per forward) and ``"longrope"`` under ``"per_length"`` / ``"past_original"``;
+            else ignored. Rebuild with :meth:`with_seq_len` as the length grows, or choose a fixed policy
+            (``"dynamic_policy": "fixed_at_max"`` as vLLM; ``"longrope_policy": "always_short"`` /
+            ``"always_long"``).
         freq_factors: per-pair divisors w_i / f_i after the scaling (ggml ``rope_freqs``), R/2 of them.
 
     Raises:
@@ -352,7 +395,7 @@ class RopePlan:
         rotary_dim: Optional[int] = None,
         rotary_offset: int = 0,
         scaling: Optional[Dict[str, Any]] = None,
-        seq_len: int = 0,
+        seq_len: Optional[int] = None,
         freq_factors: Optional[Sequence[float]] = None,
     ) -> None:
         params: Dict[str, Any] = {
@@ -365,7 +408,7 @@ class RopePlan:
             params["freq_factors"] = [float(f) for f in np.asarray(freq_factors, dtype=np.float64).ravel()]
         names: Dict[str, str] = {}
         ntk = _scaling_params(scaling, params, names, base)
-        self._p, _ = _C.RopePlanCore.from_params(params, names, _int(seq_len, "seq_len", "RopePlan"), ntk)
+        self._p, _ = _C.RopePlanCore.from_params(params, names, _seq_len(seq_len, "RopePlan"), ntk)
         self._info: Optional[Dict[str, Any]] = None
 
     @classmethod
@@ -380,13 +423,14 @@ class RopePlan:
         cls,
         config: Union[str, "os.PathLike[str]", Dict[str, Any]],
         *,
-        seq_len: int = 0,
+        seq_len: Optional[int] = None,
         style: Optional[str] = None,
         yarn_variant: Optional[str] = None,
         dynamic_policy: str = "per_length",
         longrope_policy: str = "per_length",
         layer_type: Optional[str] = None,
         use_text_config: bool = True,
+        **overrides: Any,
     ) -> "RopePlan":
         """The plan of a Hugging Face model from its ``config.json`` (a path, or the parsed dict).
 
@@ -400,9 +444,13 @@ class RopePlan:
         Args:
             style: override the pair style (e.g. ``"interleaved"`` for weights permuted to Meta/GGUF layout).
             yarn_variant: ``"yarn"`` or ``"deepseek"``; default by model (DeepSeek-V2/V3: deepseek).
-            dynamic_policy, longrope_policy: see :class:`RopePlan`.
+            seq_len, dynamic_policy, longrope_policy: see :class:`RopePlan` (a length-dependent scaling needs
+                seq_len or a fixed policy).
             layer_type: the layer type of per-layer ``rope_parameters`` (Gemma 3: ``"full_attention"``).
             use_text_config: read ``text_config`` when present.
+            overrides: any key of :attr:`config` replacing the file's value, as the CLI's flags override
+                ``--hf-config`` (``base=1e6``, ``rotary_dim=64``, ``scaling={"factor": 8.0}`` merged into the
+                file's scaling); see :meth:`replace`.
 
         The model facts (``model_type``, ``rope_type``, ``num_attention_heads``, ``num_key_value_heads``,
         ``max_position_embeddings``, ``mrope_section``, ...) are in :attr:`info`.
@@ -427,7 +475,14 @@ class RopePlan:
             layer_type=layer_type,
             use_text_config=use_text_config,
         )
-        core, rope_type = _C.RopePlanCore.from_params(params, names, _int(seq_len, "seq_len", "RopePlan"), None)
+        n = _seq_len(seq_len, "RopePlan")
+        if overrides:
+            # The file's configuration before the length rule: an override may be what makes it plannable.
+            core, rope_type = _C.RopePlanCore.from_params(params, names, max(n, 1), None)
+            facts["rope_type"] = rope_type
+            cfg = _merged_config(cls._wrap(core).config, overrides, "RopePlan.from_hf_config")
+            return cls._wrap(_C.RopePlanCore.from_config(cfg, n), facts)
+        core, rope_type = _C.RopePlanCore.from_params(params, names, n, None)
         facts["rope_type"] = rope_type
         return cls._wrap(core, facts)
 
@@ -436,15 +491,22 @@ class RopePlan:
         cls,
         path: Union[str, "os.PathLike[str]"],
         *,
-        seq_len: int = 0,
+        seq_len: Optional[int] = None,
         style: Optional[str] = None,
         longrope_policy: str = "per_length",
+        **overrides: Any,
     ) -> "RopePlan":
         """The plan of a GGUF model file (posenc/io/gguf.hpp: the header and metadata only, plus the small
         ``rope_freqs`` / LongRoPE factor tensors): llama.cpp's keys and its pair style per architecture
         (Llama: interleaved; Qwen2, Phi-3, GPT-NeoX: half_split). Raises OSError when the file cannot be read,
-        ValueError naming the key when it is malformed. The file's facts are in :attr:`info`."""
-        core, info = _C.RopePlanCore.from_gguf(os.fspath(path), style, longrope_policy, _int(seq_len, "seq_len", "RopePlan"))
+        ValueError naming the key when it is malformed. The file's facts are in :attr:`info`. ``overrides``: any
+        key of :attr:`config` replacing the file's value (see :meth:`from_hf_config`)."""
+        n = _seq_len(seq_len, "RopePlan")
+        if overrides:
+            core, info = _C.RopePlanCore.from_gguf(os.fspath(path), style, longrope_policy, max(n, 1))
+            cfg = _merged_config(cls._wrap(core).config, overrides, "RopePlan.from_gguf")
+            return cls._wrap(_C.RopePlanCore.from_config(cfg, n), info)
+        core, info = _C.RopePlanCore.from_gguf(os.fspath(path), style, longrope_policy, n)
         return cls._wrap(core, info)
 
     @classmethod
@@ -470,6 +532,31 @@ class RopePlan:
         :class:`MropePlan` layout ``"chunked"``)."""
         t, h, w = (int(s) for s in sections)
         return cls._wrap(_C.RopePlanCore.sectioned(head_dim, base, (t, h, w), style))
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any], *, seq_len: Optional[int] = None) -> "RopePlan":
+        """A plan from a configuration in the form :attr:`config` returns (``head_dim``, ``rotary_dim``,
+        ``rotary_offset``, ``base``, ``style``, ``freq_factors`` and ``scaling`` = {``type``, ``factor``, ...}):
+        copy a loaded plan's config, edit it, plan it again. Unknown keys are a ValueError naming the known ones;
+        ``seq_len`` as in :class:`RopePlan`."""
+        if not isinstance(config, dict):
+            raise TypeError(f"posenc.RopePlan.from_config: config must be a dict, got {type(config).__name__}")
+        return cls._wrap(_C.RopePlanCore.from_config(config, _seq_len(seq_len, "RopePlan.from_config")))
+
+    def replace(self, *, seq_len: Optional[int] = None, **changes: Any) -> "RopePlan":
+        """This plan's configuration with ``changes`` (any key of :attr:`config`; ``scaling`` as a dict merged
+        into the current scaling, so ``scaling={"factor": 8.0}`` changes the factor only), planned again for
+        ``seq_len`` (default: the length this plan was built for). The model facts of :attr:`info` are kept.
+
+        Example: ``RopePlan.from_hf_config("config.json", seq_len=n).replace(base=1e6)`` (the CLI's
+        ``--hf-config config.json --base 1e6``)."""
+        fn = "RopePlan.replace"
+        cfg = self.config
+        if cfg is None:
+            raise ValueError(f"posenc.{fn}: the plan was not built from a configuration (from_inv_freq / sectioned)")
+        cfg = _merged_config(cfg, changes, fn)
+        n = self.seq_len if seq_len is None else _int(seq_len, "seq_len", fn)
+        return RopePlan._wrap(_C.RopePlanCore.from_config(cfg, n), self._info)
 
     def with_seq_len(self, seq_len: int) -> "RopePlan":
         """The same configuration planned for sequences of length ``seq_len`` (dynamic NTK, LongRoPE)."""
@@ -665,6 +752,8 @@ def apply_rope(
     inverse: bool = False,
     out: Optional[Array] = None,
     layout: Optional[str] = None,
+    *,
+    starts: Positions = None,
 ) -> Array:
     """Rotary position embedding: pair i of the rotated window of every head turns by p * w_i, scaled by the
     plan's magnitude m (see :class:`RopePlan` for the formula and pair styles).
@@ -691,7 +780,7 @@ def apply_rope(
     fn = "apply_rope"
     x = _check_array(x, "x", fn, False)
     out = _out(x, out, fn)
-    _C.apply_rope(x, out, _freq(plan, fn), _ids(positions, fn), _int(offset, "offset", fn), bool(inverse), _layout(layout))
+    _C.apply_rope(x, out, _freq(plan, fn), *_pos(positions, starts, fn), _int(offset, "offset", fn), bool(inverse), _layout(layout))
     return out
 
 
@@ -702,6 +791,8 @@ def apply_rope_qk(
     positions: Positions = None,
     offset: int = 0,
     layout: Optional[str] = None,
+    *,
+    starts: Positions = None,
 ) -> Tuple[Array, Array]:
     """RoPE on queries and keys in one pass, in place: cos/sin are formed once per token for every head of
     both (``k`` may have fewer heads than ``q``: GQA). q and k are typically strided slices of one fused QKV
@@ -710,7 +801,7 @@ def apply_rope_qk(
     fn = "apply_rope_qk"
     q = _check_array(q, "q", fn, True)
     k = _check_array(k, "k", fn, True)
-    _C.apply_rope_qk(q, k, _freq(plan, fn), _ids(positions, fn), _int(offset, "offset", fn), _layout(layout))
+    _C.apply_rope_qk(q, k, _freq(plan, fn), *_pos(positions, starts, fn), _int(offset, "offset", fn), _layout(layout))
     return q, k
 
 
@@ -724,6 +815,7 @@ def rope_append_kv(
     seq_lens: Optional[Array] = None,
     slot_mapping: Optional[Array] = None,
     positions: Positions = None,
+    starts: Positions = None,
     offset: int = 0,
     q: Optional[Array] = None,
     layout: Optional[str] = None,
@@ -753,10 +845,10 @@ def rope_append_kv(
         q = _check_array(q, "q", fn, True)
     paged = slot_mapping is not None
     slots = _ids(slot_mapping if paged else seq_lens, fn, "slot_mapping" if paged else "seq_lens", int64_only=True)
-    if not paged and positions is None and offset == 0:
-        positions = slots  # the new tokens continue each sequence
+    if not paged and positions is None and starts is None and offset == 0:
+        starts = slots  # the new tokens continue each sequence
     _C.rope_append_kv(
-        q, k, v, k_cache, v_cache, _freq(plan, fn), _ids(positions, fn), _int(offset, "offset", fn), slots, paged,
+        q, k, v, k_cache, v_cache, _freq(plan, fn), *_pos(positions, starts, fn), _int(offset, "offset", fn), slots, paged,
         _layout(layout),
     )
 
@@ -784,6 +876,8 @@ def rerotate_rope(
     positions: Positions = None,
     offset: int = 0,
     layout: Optional[str] = None,
+    *,
+    starts: Positions = None,
 ) -> Array:
     """Re-rotates keys cached under ``from_plan`` into ``to_plan`` at the same positions, in place, in one
     pass: angle p (w_to - w_from), magnitude m_to / m_from (LongRoPE short -> long switch, dynamic NTK growth).
@@ -791,7 +885,7 @@ def rerotate_rope(
     fn = "rerotate_rope"
     k = _check_array(k, "k", fn, True)
     _C.rerotate_rope(
-        k, _plan(from_plan, fn, "from_plan"), _plan(to_plan, fn, "to_plan"), _ids(positions, fn),
+        k, _plan(from_plan, fn, "from_plan"), _plan(to_plan, fn, "to_plan"), *_pos(positions, starts, fn),
         _int(offset, "offset", fn), _layout(layout),
     )
     return k
@@ -840,6 +934,8 @@ def apply_xpos(
     inverse: bool = False,
     out: Optional[Array] = None,
     layout: Optional[str] = None,
+    *,
+    starts: Positions = None,
 ) -> Array:
     """xPos: pair i turns by p * w_i and is scaled by s = zeta_i^((p - C)/scale_base) (queries), or 1/s with
     ``downscale=True`` (keys)::
@@ -859,7 +955,7 @@ def apply_xpos(
         _copy_into(out, x, fn)
         x = out
     _C.apply_xpos(
-        x, out, plan._x, _ids(positions, fn), _int(offset, "offset", fn),
+        x, out, plan._x, *_pos(positions, starts, fn), _int(offset, "offset", fn),
         None if center is None else _int(center, "center", fn), bool(downscale), bool(inverse), _layout(layout),
     )
     return out
@@ -873,6 +969,8 @@ def apply_xpos_qk(
     offset: int = 0,
     center: Optional[int] = None,
     layout: Optional[str] = None,
+    *,
+    starts: Positions = None,
 ) -> Tuple[Array, Array]:
     """xPos on queries (upscaled) and keys (downscaled) around one centre, in place: <q_m, k_n> then depends on
     m - n only. Returns ``(q, k)``."""
@@ -882,7 +980,7 @@ def apply_xpos_qk(
     q = _check_array(q, "q", fn, True)
     k = _check_array(k, "k", fn, True)
     _C.apply_xpos_qk(
-        q, k, plan._x, _ids(positions, fn), _int(offset, "offset", fn),
+        q, k, plan._x, *_pos(positions, starts, fn), _int(offset, "offset", fn),
         None if center is None else _int(center, "center", fn), _layout(layout),
     )
     return q, k
@@ -966,24 +1064,27 @@ def add_alibi_bias(
     form: str = "linear",
     causal: bool = False,
     slopes: Optional[Array] = None,
+    *,
+    starts: Positions = None,
 ) -> Array:
     """Adds ALiBi to attention scores in place, before the softmax::
 
         scores[n, h, i, j] += slope_h * (j - q(n, i))        (symmetric: -slope_h * |j - q(n, i)|)
 
     q(n, i) the position of query i of row n: ``offset`` + i by default (a KV cache of ``offset`` entries),
-    or ``positions`` (N,) / (N, Lq). ``causal=True`` sets scores with j > q(n, i) to -inf. ``scores``:
+    or ``positions`` ((N, Lq), (Lq,) or (1, Lq)), or ``starts`` (N,) (query i of row n at starts[n] + i).
+    ``causal=True`` sets scores with j > q(n, i) to -inf. ``scores``:
     (N, H_local, Lq, Lk) or (H_local, Lq, Lk), any strides. Slopes from ``num_heads`` (default: the scores'
     head count), ``max_bias`` and the shard [head_begin, head_end), or given as ``slopes`` ((H_local,) or
     (N, H_local)). Returns ``scores``."""
     fn = "add_alibi_bias"
     scores = _check_array(scores, "scores", fn, True)
-    ids = _ids(positions, fn)
+    ids, is_starts = _pos(positions, starts, fn)
     off = _int(offset, "offset", fn)
     if slopes is not None:
         if num_heads is not None or head_begin != 0 or head_end is not None:
             raise ValueError(f"posenc.{fn}: give slopes or (num_heads, head_begin, head_end), not both")
-        _C.add_alibi_bias_slopes(scores, _check_array(slopes, "slopes", fn, False), form, ids, off, bool(causal))
+        _C.add_alibi_bias_slopes(scores, _check_array(slopes, "slopes", fn, False), form, ids, is_starts, off, bool(causal))
         return scores
     if num_heads is None:
         shape = tuple(scores.shape)
@@ -992,7 +1093,7 @@ def add_alibi_bias(
         num_heads = shape[-3]
     _C.add_alibi_bias(
         scores, _int(num_heads, "num_heads", fn), float(max_bias), _int(head_begin, "head_begin", fn),
-        _head_end(head_end), form, ids, off, bool(causal),
+        _head_end(head_end), form, ids, is_starts, off, bool(causal),
     )
     return scores
 
@@ -1038,6 +1139,8 @@ def add_sinusoidal(
     style: str = "interleaved",
     padding_idx: Optional[int] = None,
     out: Optional[Array] = None,
+    *,
+    starts: Positions = None,
 ) -> Array:
     """Adds the sinusoidal encoding: out[n, l, :] = x[n, l, :] + T[p(n, l), :] (T as :func:`sinusoidal_table`,
     D = x's last extent), the sum formed in double and rounded once. ``x``: (N, L, D) or (L, D). Positions as
@@ -1049,7 +1152,7 @@ def add_sinusoidal(
     shape = tuple(x.shape)
     dim = int(shape[-1]) if shape else 0
     _C.add_sinusoidal(
-        x, out, dim, float(base), style, None if padding_idx is None else int(padding_idx), _ids(positions, fn),
+        x, out, dim, float(base), style, None if padding_idx is None else int(padding_idx), *_pos(positions, starts, fn),
         _int(offset, "offset", fn),
     )
     return out

@@ -32,7 +32,7 @@
 #include <posenc/io/gguf.hpp>
 #include <posenc/kv_cache.hpp>
 #include <posenc/mrope.hpp>
-#include <posenc/relative_bias.hpp>
+#include <posenc/t5_bias.hpp>
 #include <posenc/rope.hpp>
 #include <posenc/rope_ops.hpp>
 #include <posenc/rope_params.hpp>
@@ -123,56 +123,17 @@ std::string lower(std::string s) {
   return s;
 }
 
+/// Any public enum from its name, through posenc's one spelling table (posenc/enum_names.hpp: '-' or '_', any
+/// case); a ValueError listing the accepted names otherwise.
+template <class E>
+E parse_enum(const std::string& s, const char* fn, const char* what) {
+  E e{};
+  if (!posenc::parse(s, e)) value_error(fn, what, "='", s, "' is not one of: ", posenc::enum_choices<E>().c_str());
+  return e;
+}
+
 posenc::rope_style parse_style(const std::string& s, const char* fn, const char* what = "style") {
-  if (s == "half_split") return posenc::rope_style::half_split;
-  if (s == "interleaved") return posenc::rope_style::interleaved;
-  value_error(fn, what, "='", s, "' is not 'half_split' or 'interleaved'");
-}
-const char* style_name(posenc::rope_style s) { return s == posenc::rope_style::interleaved ? "interleaved" : "half_split"; }
-
-posenc::dynamic_ntk_policy parse_ntk_policy(const std::string& s, const char* fn) {
-  if (s == "per_length") return posenc::dynamic_ntk_policy::per_length;
-  if (s == "fixed_at_max") return posenc::dynamic_ntk_policy::fixed_at_max;
-  value_error(fn, "dynamic_policy='", s, "' is not 'per_length' or 'fixed_at_max'");
-}
-const char* ntk_policy_name(posenc::dynamic_ntk_policy p) {
-  return p == posenc::dynamic_ntk_policy::fixed_at_max ? "fixed_at_max" : "per_length";
-}
-
-posenc::longrope_policy parse_long_policy(const std::string& s, const char* fn) {
-  if (s == "per_length") return posenc::longrope_policy::per_length;
-  if (s == "past_original") return posenc::longrope_policy::past_original;
-  if (s == "always_short") return posenc::longrope_policy::always_short;
-  if (s == "always_long") return posenc::longrope_policy::always_long;
-  value_error(fn, "longrope_policy='", s, "' is not 'per_length', 'past_original', 'always_short' or 'always_long'");
-}
-const char* long_policy_name(posenc::longrope_policy p) {
-  switch (p) {
-    case posenc::longrope_policy::past_original: return "past_original";
-    case posenc::longrope_policy::always_short: return "always_short";
-    case posenc::longrope_policy::always_long: return "always_long";
-    default: return "per_length";
-  }
-}
-
-const char* scaling_name(posenc::rope_scaling_type t) {
-  switch (t) {
-    case posenc::rope_scaling_type::linear: return "linear";
-    case posenc::rope_scaling_type::ntk: return "ntk";
-    case posenc::rope_scaling_type::dynamic_ntk: return "dynamic_ntk";
-    case posenc::rope_scaling_type::yarn: return "yarn";
-    case posenc::rope_scaling_type::deepseek_yarn: return "deepseek_yarn";
-    case posenc::rope_scaling_type::llama3: return "llama3";
-    case posenc::rope_scaling_type::longrope: return "longrope";
-    default: return "none";
-  }
-}
-
-posenc::isa parse_isa(const std::string& s, const char* fn) {
-  const std::string l = lower(s);
-  for (posenc::isa i : {posenc::isa::scalar, posenc::isa::avx2, posenc::isa::avx512, posenc::isa::neon})
-    if (l == posenc::isa_name(i)) return i;
-  value_error(fn, "isa='", s, "' is not 'scalar', 'avx2', 'avx512' or 'neon'");
+  return parse_enum<posenc::rope_style>(s, fn, what);
 }
 
 // ------------------------------------------------------------------------------------------------ arrays
@@ -232,6 +193,13 @@ arr describe(const Array& a, const char* fn, const char* name, std::size_t max_r
     r.str[d] = a.stride(d);
   }
   return r;
+}
+
+/// "(a, b)", the shape as NumPy prints it, for messages.
+std::string shape_str(const arr& a) {
+  std::string r = "(";
+  for (std::size_t d = 0; d < a.ndim; ++d) r += std::to_string(a.ext[d]) + (a.ndim == 1 ? "," : d + 1 < a.ndim ? ", " : "");
+  return r + ")";
 }
 
 /// Calls f(T{}) with T the posenc storage type of `d`.
@@ -327,31 +295,39 @@ posenc::strided_view<T, 4> view4(const v4& v) {
 using ro_array = nb::ndarray<nb::ro>;
 using rw_array = nb::ndarray<>;
 
-/// positions::offset(offset) without ids; with ids of shape (N,) positions::per_sequence, of shape (N, L)
-/// positions::per_token (int32 or int64, the last dimension contiguous). posenc checks the counts and values.
-posenc::positions make_positions(const std::optional<ro_array>& ids, index_t offset, const char* fn) {
+/// The positions of a call over a batch of N sequences, each meaning named by its keyword (never guessed from a
+/// shape): no ids: positions::offset(offset); `starts` (is_starts): one start per sequence, shape (N,),
+/// positions::per_sequence; `positions`: one id per token, shape (N, L), or (L,) / (1, L) broadcast over the
+/// batch (as HF position_ids), positions::per_token. int32 or int64, the last dimension contiguous; posenc
+/// checks L and the values.
+posenc::positions make_positions(const std::optional<ro_array>& ids, bool is_starts, index_t offset, index_t batch,
+                                 const char* fn) {
   if (!ids) return posenc::positions::offset(offset);
-  const arr a = describe(*ids, fn, "positions", 2);
+  const char* name = is_starts ? "starts" : "positions";
+  const arr a = describe(*ids, fn, name, 2);
   if (offset != 0)
-    value_error(fn, "offset=", offset, " must be 0 when positions are given (add it to the positions instead)");
+    value_error(fn, "offset=", offset, " must be 0 when ", name, " are given (add it to the ", name, " instead)");
   using code = nb::dlpack::dtype_code;
   const bool i64 = is(a.dtype, code::Int, 64);
   if (!i64 && !is(a.dtype, code::Int, 32))
-    type_error(fn, "positions have dtype ", dlpack_name(a.dtype), "; int64 or int32 is needed");
-  if (a.ndim == 1) {
-    if (a.ext[0] > 1 && a.str[0] != 1) value_error(fn, "positions of shape (N,) must be contiguous");
+    type_error(fn, name, " have dtype ", dlpack_name(a.dtype), "; int64 or int32 is needed");
+  if (is_starts) {
+    if (a.ndim != 1 || a.ext[0] != batch)
+      value_error(fn, "starts (one start per sequence) must have shape (N,) = (", batch, ",), got ", shape_str(a));
+    if (a.ext[0] > 1 && a.str[0] != 1) value_error(fn, "starts must be contiguous");
     return i64 ? posenc::positions::per_sequence(static_cast<const std::int64_t*>(a.data), a.ext[0])
                : posenc::positions::per_sequence(static_cast<const std::int32_t*>(a.data), a.ext[0]);
   }
-  if (a.ndim == 2) {
-    if (a.ext[1] > 1 && a.str[1] != 1) value_error(fn, "positions of shape (N, L) must be contiguous along L");
-    if (a.str[0] < 0) value_error(fn, "positions have a negative row stride ", a.str[0]);
-    const index_t row = a.ext[0] > 1 ? a.str[0] : a.ext[1];
-    return i64 ? posenc::positions::per_token(static_cast<const std::int64_t*>(a.data), a.ext[0], a.ext[1], row)
-               : posenc::positions::per_token(static_cast<const std::int32_t*>(a.data), a.ext[0], a.ext[1], row);
-  }
-  value_error(fn, "positions must have shape (N,) (one offset per sequence) or (N, L) (one per token), got ", a.ndim,
-              " dimensions");
+  const bool broadcast = a.ndim == 1 || (a.ndim == 2 && a.ext[0] == 1);
+  if (!broadcast && !(a.ndim == 2 && a.ext[0] == batch))
+    value_error(fn, "positions (one id per token) must have shape (L,), (1, L) or (N, L) with N=", batch, ", got ",
+                shape_str(a), " (one start per sequence goes through starts=)");
+  const index_t len = a.ext[a.ndim - 1];
+  if (len > 1 && a.str[a.ndim - 1] != 1) value_error(fn, "positions must be contiguous along L");
+  if (!broadcast && a.str[0] < 0) value_error(fn, "positions have a negative row stride ", a.str[0]);
+  const index_t row = broadcast ? 0 : (a.ext[0] > 1 ? a.str[0] : len);
+  return i64 ? posenc::positions::per_token(static_cast<const std::int64_t*>(a.data), batch, len, row)
+             : posenc::positions::per_token(static_cast<const std::int32_t*>(a.data), batch, len, row);
 }
 
 /// A C-contiguous int64 array's data (positions of MRoPE, per-token deltas), checked for shape rank.
@@ -429,13 +405,13 @@ nb::ndarray<nb::numpy, const T, nb::ndim<N>> ro_view(const T* data, const std::a
 
 nb::dict scaling_dict(const posenc::rope_scaling& s) {
   nb::dict d;
-  d["type"] = scaling_name(s.type);
+  d["type"] = posenc::to_string(s.type);
   using t = posenc::rope_scaling_type;
   if (s.type != t::none) d["factor"] = s.factor;
   if (s.type == t::dynamic_ntk || s.type == t::yarn || s.type == t::deepseek_yarn || s.type == t::llama3 ||
       s.type == t::longrope)
     d["original_max_positions"] = s.original_max_positions;
-  if (s.type == t::dynamic_ntk) d["dynamic_policy"] = ntk_policy_name(s.ntk_policy);
+  if (s.type == t::dynamic_ntk) d["dynamic_policy"] = posenc::to_string(s.ntk_policy);
   if (s.type == t::yarn || s.type == t::deepseek_yarn) {
     d["beta_fast"] = s.beta_fast;
     d["beta_slow"] = s.beta_slow;
@@ -452,7 +428,7 @@ nb::dict scaling_dict(const posenc::rope_scaling& s) {
   if (s.type == t::longrope) {
     d["short_factor"] = s.short_factor;
     d["long_factor"] = s.long_factor;
-    d["longrope_policy"] = long_policy_name(s.long_policy);
+    d["longrope_policy"] = posenc::to_string(s.long_policy);
   }
   return d;
 }
@@ -464,7 +440,7 @@ std::optional<nb::dict> config_dict(const std::optional<posenc::rope_config>& c)
   d["rotary_dim"] = c->rotary_dim == 0 ? c->head_dim : c->rotary_dim;
   d["rotary_offset"] = c->rotary_offset;
   d["base"] = c->base;
-  d["style"] = style_name(c->style);
+  d["style"] = posenc::to_string(c->style);
   d["scaling"] = scaling_dict(c->scaling);
   d["freq_factors"] = c->freq_factors;
   return d;
@@ -488,6 +464,60 @@ std::optional<T> get_opt(const nb::dict& d, const char* key) {
   nb::object v = d[key];
   if (v.is_none()) return std::nullopt;
   return nb::cast<T>(v);
+}
+
+/// A rope_config from a dict in the form RopePlan.config returns (so a loaded configuration can be copied,
+/// edited and planned again). Every key is checked: an unknown one is a ValueError naming the known ones, a
+/// missing one keeps rope_config's default.
+posenc::rope_config config_from_dict(const nb::dict& d, const char* fn) {
+  static const char* const top[] = {"head_dim", "rotary_dim", "rotary_offset", "base", "style", "scaling", "freq_factors"};
+  static const char* const sc[] = {"type", "factor", "original_max_positions", "dynamic_policy", "beta_fast",
+                                   "beta_slow", "truncate", "mscale", "mscale_all_dim", "attention_factor",
+                                   "low_freq_factor", "high_freq_factor", "short_factor", "long_factor",
+                                   "longrope_policy"};
+  const auto check_keys = [fn](const nb::dict& dd, const char* where, const auto& known) {
+    for (auto kv : dd) {
+      const std::string k = nb::cast<std::string>(kv.first);
+      bool ok = false;
+      std::string list;
+      for (const char* n : known) {
+        ok = ok || k == n;
+        list += list.empty() ? n : std::string(", ") + n;
+      }
+      if (!ok) value_error(fn, where, " has no key '", k, "' (known: ", list, ")");
+    }
+  };
+  check_keys(d, "config", top);
+  posenc::rope_config c;
+  c.head_dim = get<index_t>(d, "head_dim", 0);
+  c.rotary_dim = get<index_t>(d, "rotary_dim", 0);
+  c.rotary_offset = get<index_t>(d, "rotary_offset", 0);
+  c.base = get<double>(d, "base", c.base);
+  c.style = parse_style(get<std::string>(d, "style", "half_split"), fn);
+  c.freq_factors = get<std::vector<double>>(d, "freq_factors", {});
+  if (d.contains("scaling")) {
+    const nb::dict s = nb::cast<nb::dict>(d["scaling"]);
+    check_keys(s, "config['scaling']", sc);
+    posenc::rope_scaling& r = c.scaling;
+    r.type = parse_enum<posenc::rope_scaling_type>(get<std::string>(s, "type", "none"), fn, "scaling type");
+    r.factor = get<double>(s, "factor", r.factor);
+    r.original_max_positions = get<index_t>(s, "original_max_positions", 0);
+    r.ntk_policy = parse_enum<posenc::dynamic_ntk_policy>(get<std::string>(s, "dynamic_policy", "per_length"), fn,
+                                                         "dynamic_policy");
+    r.beta_fast = get<double>(s, "beta_fast", r.beta_fast);
+    r.beta_slow = get<double>(s, "beta_slow", r.beta_slow);
+    r.truncate = get<bool>(s, "truncate", r.truncate);
+    r.mscale = get<double>(s, "mscale", r.mscale);
+    r.mscale_all_dim = get<double>(s, "mscale_all_dim", r.mscale_all_dim);
+    r.attention_factor = get_opt<double>(s, "attention_factor");
+    r.low_freq_factor = get<double>(s, "low_freq_factor", r.low_freq_factor);
+    r.high_freq_factor = get<double>(s, "high_freq_factor", r.high_freq_factor);
+    r.short_factor = get<std::vector<double>>(s, "short_factor", {});
+    r.long_factor = get<std::vector<double>>(s, "long_factor", {});
+    r.long_policy = parse_enum<posenc::longrope_policy>(get<std::string>(s, "longrope_policy", "per_length"), fn,
+                                                        "longrope_policy");
+  }
+  return c;
 }
 
 /// rope_params from a dict of its field names (already type-checked by posenc/_hf.py), mapped by posenc's one
@@ -519,8 +549,8 @@ std::pair<rope_plan_py, std::string> plan_from_params(const nb::dict& d, const n
   p.high_freq_factor = get_opt<double>(d, "high_freq_factor");
   p.short_factor = get<std::vector<double>>(d, "short_factor", {});
   p.long_factor = get<std::vector<double>>(d, "long_factor", {});
-  p.ntk_policy = parse_ntk_policy(get<std::string>(d, "dynamic_policy", "per_length"), fn);
-  p.long_policy = parse_long_policy(get<std::string>(d, "longrope_policy", "per_length"), fn);
+  p.ntk_policy = parse_enum<posenc::dynamic_ntk_policy>(get<std::string>(d, "dynamic_policy", "per_length"), fn, "dynamic_policy");
+  p.long_policy = parse_enum<posenc::longrope_policy>(get<std::string>(d, "longrope_policy", "per_length"), fn, "longrope_policy");
   p.mrope_section = get<std::vector<index_t>>(d, "mrope_section", {});
   p.mrope_interleaved = get<bool>(d, "mrope_interleaved", false);
   p.freq_factors = get<std::vector<double>>(d, "freq_factors", {});
@@ -564,7 +594,7 @@ std::pair<rope_plan_py, nb::dict> plan_from_gguf(const std::string& path, std::o
   constexpr const char* fn = "RopePlan.from_gguf";
   posenc::gguf_options opt;
   if (style) opt.style = parse_style(*style, fn);
-  opt.long_policy = parse_long_policy(long_policy, fn);
+  opt.long_policy = parse_enum<posenc::longrope_policy>(long_policy, fn, "longrope_policy");
   posenc::gguf_rope_info info;
   posenc::status s;
   {
@@ -592,12 +622,12 @@ std::pair<rope_plan_py, nb::dict> plan_from_gguf(const std::string& path, std::o
 // ------------------------------------------------------------------------------------------------ RoPE
 
 void apply_rope(const ro_array& x, const rw_array& out, nb::handle freq, const std::optional<ro_array>& positions,
-                index_t offset, bool inverse, const std::string& layout) {
+                bool starts, index_t offset, bool inverse, const std::string& layout) {
   constexpr const char* fn = "apply_rope";
   const v4 vx = tensor4(x, layout, fn, "x");
   const v4 vo = tensor4(out, layout, fn, "out");
   const freq_ref f = get_freq(freq, fn);
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, vx.ext[0], fn);
   const bool in_place = same_tensor(vx, vo);
   run([&] {
     return visit(vx.type, [&](auto in_tag) {
@@ -618,14 +648,14 @@ void apply_rope(const ro_array& x, const rw_array& out, nb::handle freq, const s
 }
 
 void apply_rope_qk(const rw_array& q, const rw_array& k, nb::handle freq, const std::optional<ro_array>& positions,
-                   index_t offset, const std::string& layout) {
+                   bool starts, index_t offset, const std::string& layout) {
   constexpr const char* fn = "apply_rope_qk";
   const v4 vq = tensor4(q, layout, fn, "q");
   const v4 vk = tensor4(k, layout, fn, "k");
   if (vq.type != vk.type)
     type_error(fn, "q (", dlpack_name(q.dtype()), ") and k (", dlpack_name(k.dtype()), ") must have one dtype");
   const freq_ref f = get_freq(freq, fn);
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, vq.ext[0], fn);
   run([&] {
     return visit(vq.type, [&](auto tag) {
       using T = decltype(tag);
@@ -641,7 +671,7 @@ void apply_rope_qk(const rw_array& q, const rw_array& k, nb::handle freq, const 
 /// [B, max_len, Hk, D]) or the slot per token (paged cache [num_blocks, block_size, Hk, D], -1 skipped).
 /// k and v share a dtype, and so do the two caches (q is k's dtype): the instantiations stay one per pair.
 void rope_append_kv(const std::optional<rw_array>& q, const ro_array& k, const ro_array& v, const rw_array& k_cache,
-                    const rw_array& v_cache, nb::handle freq, const std::optional<ro_array>& positions, index_t offset,
+                    const rw_array& v_cache, nb::handle freq, const std::optional<ro_array>& positions, bool starts, index_t offset,
                     const ro_array& slots, bool paged, const std::string& layout) {
   const char* fn = q ? "rope_qk_append_kv" : "rope_append_kv";
   const v4 vk = tensor4(k, layout, fn, "k");
@@ -664,7 +694,7 @@ void rope_append_kv(const std::optional<rw_array>& q, const ro_array& k, const r
     value_error(fn, "slot_mapping has ", sl.ndim == 2 ? sl.ext[0] * sl.ext[1] : sl.ext[0], " slots for N * L = ", n * l,
                 " tokens");
   const freq_ref f = get_freq(freq, fn);
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, n, fn);
   run([&] {
     return visit(vk.type, [&](auto in_tag) {
       using I = decltype(in_tag);
@@ -706,10 +736,10 @@ void shift_rope(const rw_array& k, const rope_plan_py& plan, index_t delta, cons
 }
 
 void rerotate_rope(const rw_array& k, const rope_plan_py& from, const rope_plan_py& to,
-                   const std::optional<ro_array>& positions, index_t offset, const std::string& layout) {
+                   const std::optional<ro_array>& positions, bool starts, index_t offset, const std::string& layout) {
   constexpr const char* fn = "rerotate_rope";
   const v4 vk = tensor4(k, layout, fn, "k");
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, vk.ext[0], fn);
   run([&] {
     return visit(vk.type, [&](auto tag) {
       using T = decltype(tag);
@@ -754,11 +784,11 @@ void apply_mrope(const ro_array& x, const rw_array& out, const mrope_plan_py& pl
 // ------------------------------------------------------------------------------------------------ xPos
 
 void apply_xpos(const ro_array& x, const rw_array& out, const xpos_plan_py& plan, const std::optional<ro_array>& positions,
-                index_t offset, std::optional<index_t> center, bool downscale, bool inverse, const std::string& layout) {
+                bool starts, index_t offset, std::optional<index_t> center, bool downscale, bool inverse, const std::string& layout) {
   constexpr const char* fn = "apply_xpos";
   const v4 vx = tensor4(x, layout, fn, "x");
   const v4 vo = tensor4(out, layout, fn, "out");
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, vx.ext[0], fn);
   if (!center && positions) value_error(fn, "center is required with explicit positions (torchscale's default needs an offset)");
   // torchscale XPOS.forward: centre ceil((L + offset)/2) for a call on L tokens after `offset` cached ones.
   const index_t c = center ? *center : (offset >= 0 ? posenc::xpos_default_center(vx.ext[1], offset) : 0);
@@ -780,13 +810,13 @@ void apply_xpos(const ro_array& x, const rw_array& out, const xpos_plan_py& plan
 }
 
 void apply_xpos_qk(const rw_array& q, const rw_array& k, const xpos_plan_py& plan, const std::optional<ro_array>& positions,
-                   index_t offset, std::optional<index_t> center, const std::string& layout) {
+                   bool starts, index_t offset, std::optional<index_t> center, const std::string& layout) {
   constexpr const char* fn = "apply_xpos_qk";
   const v4 vq = tensor4(q, layout, fn, "q");
   const v4 vk = tensor4(k, layout, fn, "k");
   if (vq.type != vk.type)
     type_error(fn, "q (", dlpack_name(q.dtype()), ") and k (", dlpack_name(k.dtype()), ") must have one dtype");
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, vq.ext[0], fn);
   if (!center && positions) value_error(fn, "center is required with explicit positions");
   const index_t c = center ? *center : (offset >= 0 ? posenc::xpos_default_center(vq.ext[1], offset) : 0);
   run([&] {
@@ -806,9 +836,7 @@ posenc::alibi_config alibi_cfg(index_t num_heads, double max_bias, index_t head_
   cfg.max_bias = max_bias;
   cfg.head_begin = head_begin;
   cfg.head_end = head_end;
-  if (form == "linear") cfg.form = posenc::alibi_form::linear;
-  else if (form == "symmetric") cfg.form = posenc::alibi_form::symmetric;
-  else value_error(fn, "form='", form, "' is not 'linear' or 'symmetric'");
+  cfg.form = parse_enum<posenc::alibi_form>(form, fn, "form");
   return cfg;
 }
 
@@ -849,19 +877,19 @@ posenc::status with_scores(const arr& a, dt type, F&& f) {
 }
 
 void add_alibi_bias(const rw_array& scores, index_t num_heads, double max_bias, index_t head_begin, index_t head_end,
-                    const std::string& form, const std::optional<ro_array>& positions, index_t offset, bool causal) {
+                    const std::string& form, const std::optional<ro_array>& positions, bool starts, index_t offset, bool causal) {
   constexpr const char* fn = "add_alibi_bias";
   const arr a = describe(scores, fn, "scores");
   if (a.ndim != 3 && a.ndim != 4) value_error(fn, "scores must have shape (N, H, Lq, Lk) or (H, Lq, Lk), got ", a.ndim, " dimensions");
   const dt type = float_dtype(a.dtype, fn, "scores");
   const posenc::alibi_config cfg = alibi_cfg(num_heads, max_bias, head_begin, head_end, form, fn);
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, a.ndim == 4 ? a.ext[0] : 1, fn);
   const posenc::alibi_mask mask = causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none;
   run([&] { return with_scores(a, type, [&](const auto& v) { return posenc::try_add_alibi_bias(cfg, v, pos, mask); }); });
 }
 
 void add_alibi_bias_slopes(const rw_array& scores, const ro_array& slopes, const std::string& form,
-                           const std::optional<ro_array>& positions, index_t offset, bool causal) {
+                           const std::optional<ro_array>& positions, bool starts, index_t offset, bool causal) {
   constexpr const char* fn = "add_alibi_bias";
   const arr a = describe(scores, fn, "scores");
   if (a.ndim != 3 && a.ndim != 4) value_error(fn, "scores must have shape (N, H, Lq, Lk) or (H, Lq, Lk), got ", a.ndim, " dimensions");
@@ -870,7 +898,7 @@ void add_alibi_bias_slopes(const rw_array& scores, const ro_array& slopes, const
   if (s.ndim != 1 && s.ndim != 2) value_error(fn, "slopes must have shape (H,) or (N, H), got ", s.ndim, " dimensions");
   const dt stype = float_dtype(s.dtype, fn, "slopes");
   const posenc::alibi_form f = alibi_cfg(1, 8.0, 0, -1, form, fn).form;
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, a.ndim == 4 ? a.ext[0] : 1, fn);
   const posenc::alibi_mask mask = causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none;
   run([&] {
     return visit(stype, [&](auto stag) {
@@ -890,9 +918,7 @@ posenc::sinusoidal_config sin_cfg(index_t dim, double base, const std::string& s
   posenc::sinusoidal_config cfg;
   cfg.dim = dim;
   cfg.base = base;
-  if (style == "interleaved") cfg.layout = posenc::sinusoidal_layout::interleaved;
-  else if (style == "concat") cfg.layout = posenc::sinusoidal_layout::concat;
-  else value_error(fn, "style='", style, "' is not 'interleaved' or 'concat'");
+  cfg.layout = parse_enum<posenc::sinusoidal_layout>(style, fn, "style");
   cfg.padding_idx = padding_idx;
   return cfg;
 }
@@ -912,7 +938,7 @@ void sinusoidal_table(const rw_array& out, index_t dim, double base, const std::
 }
 
 void add_sinusoidal(const ro_array& x, const rw_array& out, index_t dim, double base, const std::string& style,
-                    std::optional<index_t> padding_idx, const std::optional<ro_array>& positions, index_t offset) {
+                    std::optional<index_t> padding_idx, const std::optional<ro_array>& positions, bool starts, index_t offset) {
   constexpr const char* fn = "add_sinusoidal";
   const arr ax = describe(x, fn, "x");
   const arr ao = describe(out, fn, "out");
@@ -922,7 +948,7 @@ void add_sinusoidal(const ro_array& x, const rw_array& out, index_t dim, double 
   if (float_dtype(ao.dtype, fn, "out") != tx)
     type_error(fn, "out (", dlpack_name(ao.dtype), ") must have x's dtype (", dlpack_name(ax.dtype), ")");
   const posenc::sinusoidal_config cfg = sin_cfg(dim, base, style, padding_idx, fn);
-  const posenc::positions pos = make_positions(positions, offset, fn);
+  const posenc::positions pos = make_positions(positions, starts, offset, ax.ndim == 3 ? ax.ext[0] : 1, fn);
   run([&] {
     return visit(tx, [&](auto tag) {
       using T = decltype(tag);
@@ -1010,11 +1036,11 @@ NB_MODULE(_posenc, m) {
   // ---- ISA dispatch
   m.def("isa", [] { return std::string(posenc::isa_name(posenc::active_isa())); },
         "The instruction set of the kernels posenc runs now: 'scalar', 'avx2', 'avx512' or 'neon'.");
-  m.def("set_isa", [](const std::string& name) { return std::string(posenc::isa_name(posenc::set_isa(parse_isa(name, "set_isa")))); },
+  m.def("set_isa", [](const std::string& name) { return std::string(posenc::isa_name(posenc::set_isa(parse_enum<posenc::isa>(name, "set_isa", "isa")))); },
         nb::arg("name"), "Caps the kernels at `name`; returns the ISA now active (the widest supported below it).");
   m.def("reset_isa", [] { return std::string(posenc::isa_name(posenc::reset_isa())); },
         "Back to the default ISA (POSENC_ISA if set, else the widest the CPU supports); returns it.");
-  m.def("cpu_supports", [](const std::string& name) { return posenc::cpu_supports(parse_isa(name, "cpu_supports")); },
+  m.def("cpu_supports", [](const std::string& name) { return posenc::cpu_supports(parse_enum<posenc::isa>(name, "cpu_supports", "isa")); },
         nb::arg("name"), "Whether this CPU and OS can run posenc's kernels for the named ISA.");
 
   // ---- plans
@@ -1043,6 +1069,9 @@ NB_MODULE(_posenc, m) {
             return p;
           },
           nb::arg("head_dim"), nb::arg("base"), nb::arg("sections"), nb::arg("style"))
+      .def_static("from_config",
+                  [](const nb::dict& d, index_t seq_len) { return plan_from_config(config_from_dict(d, "RopePlan.from_config"), seq_len); },
+                  nb::arg("config"), nb::arg("seq_len"))
       .def("with_seq_len",
            [](const rope_plan_py& p, index_t seq_len) {
              if (!p.config) value_error("RopePlan.with_seq_len", "the plan was not built from a configuration");
@@ -1053,7 +1082,7 @@ NB_MODULE(_posenc, m) {
       .def_prop_ro("rotary_dim", [](const rope_plan_py& p) { return p.plan.rotary_dim(); })
       .def_prop_ro("rotary_offset", [](const rope_plan_py& p) { return p.plan.rotary_offset(); })
       .def_prop_ro("pairs", [](const rope_plan_py& p) { return p.plan.pairs(); })
-      .def_prop_ro("style", [](const rope_plan_py& p) { return std::string(style_name(p.plan.style())); })
+      .def_prop_ro("style", [](const rope_plan_py& p) { return std::string(posenc::to_string(p.plan.style())); })
       .def_prop_ro("magnitude", [](const rope_plan_py& p) { return p.plan.magnitude(); })
       .def_prop_ro("logit_scale", [](const rope_plan_py& p) { return p.plan.logit_scale(); })
       .def_prop_ro("seq_len", [](const rope_plan_py& p) { return p.seq_len; })
@@ -1115,7 +1144,7 @@ NB_MODULE(_posenc, m) {
       .def_prop_ro("scale_base", [](const xpos_plan_py& p) { return p.plan.config().scale_base; })
       .def_prop_ro("gamma", [](const xpos_plan_py& p) { return p.plan.config().gamma; })
       .def_prop_ro("base", [](const xpos_plan_py& p) { return p.plan.config().base; })
-      .def_prop_ro("style", [](const xpos_plan_py& p) { return std::string(style_name(p.plan.config().style)); })
+      .def_prop_ro("style", [](const xpos_plan_py& p) { return std::string(posenc::to_string(p.plan.config().style)); })
       .def_prop_ro("inv_freq", [](const xpos_plan_py& p) {
         return ro_view<double, 1>(p.plan.inv_freq().data(), {p.plan.inv_freq().size()}, nb::find(&p));
       })
@@ -1137,9 +1166,7 @@ NB_MODULE(_posenc, m) {
       .def(
           "__init__",
           [](mrope_plan_py* self, const rope_plan_py& plan, std::array<index_t, 3> sections, const std::string& layout) {
-            posenc::mrope_layout l = posenc::mrope_layout::chunked;
-            if (layout == "interleaved") l = posenc::mrope_layout::interleaved;
-            else if (layout != "chunked") value_error("MropePlan", "layout='", layout, "' is not 'chunked' or 'interleaved'");
+            const auto l = parse_enum<posenc::mrope_layout>(layout, "MropePlan", "layout");
             posenc::mrope_plan p;
             check(posenc::mrope_plan::try_create(plan.plan, sections, l, p));
             new (self) mrope_plan_py{std::move(p)};
@@ -1147,7 +1174,7 @@ NB_MODULE(_posenc, m) {
           nb::arg("plan"), nb::arg("sections"), nb::arg("layout"))
       .def_prop_ro("sections", [](const mrope_plan_py& p) { return p.plan.sections(); })
       .def_prop_ro("layout", [](const mrope_plan_py& p) {
-        return std::string(p.plan.layout() == posenc::mrope_layout::interleaved ? "interleaved" : "chunked");
+        return std::string(posenc::to_string(p.plan.layout()));
       })
       .def_prop_ro("plan", [](const mrope_plan_py& p) { return rope_plan_py{p.plan.plan(), std::nullopt, 0}; })
       .def_prop_ro("axis", [](const mrope_plan_py& p) {
@@ -1156,37 +1183,37 @@ NB_MODULE(_posenc, m) {
 
   // ---- operations (all arguments as posenc takes them; see posenc/__init__.py for the documented API)
   m.def("apply_rope", &apply_rope, nb::arg("x").noconvert(), nb::arg("out").noconvert(), nb::arg("plan"),
-        nb::arg("positions").noconvert().none(), nb::arg("offset"), nb::arg("inverse"), nb::arg("layout"));
+        nb::arg("positions").noconvert().none(), nb::arg("starts"), nb::arg("offset"), nb::arg("inverse"), nb::arg("layout"));
   m.def("apply_rope_qk", &apply_rope_qk, nb::arg("q").noconvert(), nb::arg("k").noconvert(), nb::arg("plan"),
-        nb::arg("positions").noconvert().none(), nb::arg("offset"), nb::arg("layout"));
+        nb::arg("positions").noconvert().none(), nb::arg("starts"), nb::arg("offset"), nb::arg("layout"));
   m.def("rope_append_kv", &rope_append_kv, nb::arg("q").noconvert().none(), nb::arg("k").noconvert(),
         nb::arg("v").noconvert(), nb::arg("k_cache").noconvert(), nb::arg("v_cache").noconvert(), nb::arg("plan"),
-        nb::arg("positions").noconvert().none(), nb::arg("offset"), nb::arg("slots").noconvert(), nb::arg("paged"),
+        nb::arg("positions").noconvert().none(), nb::arg("starts"), nb::arg("offset"), nb::arg("slots").noconvert(), nb::arg("paged"),
         nb::arg("layout"));
   m.def("shift_rope", &shift_rope, nb::arg("k").noconvert(), nb::arg("plan"), nb::arg("delta"),
         nb::arg("deltas").noconvert().none(), nb::arg("layout"));
   m.def("rerotate_rope", &rerotate_rope, nb::arg("k").noconvert(), nb::arg("from_plan"), nb::arg("to_plan"),
-        nb::arg("positions").noconvert().none(), nb::arg("offset"), nb::arg("layout"));
+        nb::arg("positions").noconvert().none(), nb::arg("starts"), nb::arg("offset"), nb::arg("layout"));
   m.def("apply_mrope", &apply_mrope, nb::arg("x").noconvert(), nb::arg("out").noconvert(), nb::arg("plan"),
         nb::arg("positions").noconvert(), nb::arg("inverse"), nb::arg("layout"));
   m.def("apply_xpos", &apply_xpos, nb::arg("x").noconvert(), nb::arg("out").noconvert(), nb::arg("plan"),
-        nb::arg("positions").noconvert().none(), nb::arg("offset"), nb::arg("center").none(), nb::arg("downscale"),
+        nb::arg("positions").noconvert().none(), nb::arg("starts"), nb::arg("offset"), nb::arg("center").none(), nb::arg("downscale"),
         nb::arg("inverse"), nb::arg("layout"));
   m.def("apply_xpos_qk", &apply_xpos_qk, nb::arg("q").noconvert(), nb::arg("k").noconvert(), nb::arg("plan"),
-        nb::arg("positions").noconvert().none(), nb::arg("offset"), nb::arg("center").none(), nb::arg("layout"));
+        nb::arg("positions").noconvert().none(), nb::arg("starts"), nb::arg("offset"), nb::arg("center").none(), nb::arg("layout"));
   m.def("alibi_slopes", &alibi_slopes, nb::arg("out").noconvert(), nb::arg("num_heads"), nb::arg("max_bias"),
         nb::arg("head_begin"), nb::arg("head_end"));
   m.def("alibi_bias", &alibi_bias, nb::arg("out").noconvert(), nb::arg("num_heads"), nb::arg("max_bias"),
         nb::arg("head_begin"), nb::arg("head_end"), nb::arg("form"), nb::arg("query_offset"), nb::arg("causal"));
   m.def("add_alibi_bias", &add_alibi_bias, nb::arg("scores").noconvert(), nb::arg("num_heads"), nb::arg("max_bias"),
-        nb::arg("head_begin"), nb::arg("head_end"), nb::arg("form"), nb::arg("positions").noconvert().none(),
+        nb::arg("head_begin"), nb::arg("head_end"), nb::arg("form"), nb::arg("positions").noconvert().none(), nb::arg("starts"),
         nb::arg("offset"), nb::arg("causal"));
   m.def("add_alibi_bias_slopes", &add_alibi_bias_slopes, nb::arg("scores").noconvert(), nb::arg("slopes").noconvert(),
-        nb::arg("form"), nb::arg("positions").noconvert().none(), nb::arg("offset"), nb::arg("causal"));
+        nb::arg("form"), nb::arg("positions").noconvert().none(), nb::arg("starts"), nb::arg("offset"), nb::arg("causal"));
   m.def("sinusoidal_table", &sinusoidal_table, nb::arg("out").noconvert(), nb::arg("dim"), nb::arg("base"),
         nb::arg("style"), nb::arg("padding_idx").none(), nb::arg("offset"));
   m.def("add_sinusoidal", &add_sinusoidal, nb::arg("x").noconvert(), nb::arg("out").noconvert(), nb::arg("dim"),
-        nb::arg("base"), nb::arg("style"), nb::arg("padding_idx").none(), nb::arg("positions").noconvert().none(),
+        nb::arg("base"), nb::arg("style"), nb::arg("padding_idx").none(), nb::arg("positions").noconvert().none(), nb::arg("starts"),
         nb::arg("offset"));
   m.def("make_padded_positions", &make_padded_positions, nb::arg("tokens").noconvert(), nb::arg("out").noconvert(),
         nb::arg("padding_idx"), nb::arg("past_length"));

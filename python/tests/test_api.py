@@ -114,7 +114,11 @@ def test_scaling_dict_forms():
     assert ds.magnitude == 1.0 and ds.logit_scale == pytest.approx((0.1 * np.log(40.0) + 1.0) ** 2)
     ntk = posenc.RopePlan(64, scaling={"rope_type": "ntk", "factor": 8.0})
     np.testing.assert_allclose(ntk.inv_freq, (1e4 * 8.0 ** (64 / 62)) ** (-2 * np.arange(32) / 64), rtol=1e-14)
-    dyn = posenc.RopePlan(64, scaling={"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 2048})
+    dyn_cfg = {"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 2048}
+    with pytest.raises(ValueError, match="depends on the sequence length and no seq_len was given"):
+        posenc.RopePlan(64, scaling=dyn_cfg)  # no silent unscaled base
+    dyn = posenc.RopePlan(64, scaling=dyn_cfg, seq_len=2048)
+    np.testing.assert_allclose(dyn.inv_freq, 1e4 ** (-2 * np.arange(32) / 64), rtol=1e-14)  # n <= M: unscaled
     assert dyn.with_seq_len(4096).inv_freq[1] < dyn.inv_freq[1]
     fixed = posenc.RopePlan(64, scaling={"rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 2048,
                                          "dynamic_policy": "fixed_at_max"})
@@ -146,7 +150,7 @@ def test_alibi_slopes_shards_concatenate_bit_for_bit():
     np.testing.assert_array_equal(whole, parts)
     np.testing.assert_array_equal(posenc.alibi_slopes(8), 2.0 ** -np.arange(1, 9))
     scores = np.zeros((2, 12, 1, 5), np.float32)
-    posenc.add_alibi_bias(scores, positions=np.array([4, 2]), causal=True)
+    posenc.add_alibi_bias(scores, starts=np.array([4, 2]), causal=True)
     assert np.isneginf(scores[1, :, 0, 3:]).all() and (scores[1, :, 0, 2] == 0).all()
 
 

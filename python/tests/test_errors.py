@@ -84,7 +84,7 @@ def test_plan_configuration_errors():
         posenc.RopePlan(8, rotary_dim=7)
     with pytest.raises(ValueError, match="rotary_offset=4 with rotary_dim=8 does not fit head_dim=8"):
         posenc.RopePlan(8, rotary_offset=4)
-    with pytest.raises(ValueError, match="style='neox' is not 'half_split' or 'interleaved'"):
+    with pytest.raises(ValueError, match="style='neox' is not one of: interleaved, half_split"):
         posenc.RopePlan(8, style="neox")
     with pytest.raises(ValueError, match=r"scaling has unknown key\(s\) fctor"):
         posenc.RopePlan(8, scaling={"rope_type": "linear", "fctor": 2})

@@ -78,16 +78,18 @@ def test_phi3_longrope_switches_with_the_length():
         cfg = json.load(f)
     sf = np.array(cfg["rope_scaling"]["short_factor"])
     lf = np.array(cfg["rope_scaling"]["long_factor"])
-    plan = posenc.RopePlan.from_hf_config(HF / "phi3.json")
+    with pytest.raises(ValueError, match=r"longrope \(policy per_length\) depends on the sequence length"):
+        posenc.RopePlan.from_hf_config(HF / "phi3.json")  # short or long factors: the length decides
+    plan = posenc.RopePlan.from_hf_config(HF / "phi3.json", seq_len=1)
     s = scaling(plan)
     assert (s["factor"], s["original_max_positions"]) == (32.0, 4096)  # 131072 / 4096, top-level M
     mag = math.sqrt(1 + math.log(32) / math.log(4096))
-    for n in (0, 4096, 4097, 131072):
+    for n in (1, 4096, 4097, 131072):
         p = plan.with_seq_len(n)
         np.testing.assert_allclose(p.inv_freq, ref_inv_freq(10000.0, 96) / (lf if n > 4096 else sf), rtol=1e-14)
         assert p.magnitude == pytest.approx(mag, abs=1e-15)
         assert p.seq_len == n
-    assert posenc.RopePlan.from_hf_config(HF / "phi3_su.json").config == plan.config
+    assert posenc.RopePlan.from_hf_config(HF / "phi3_su.json", seq_len=1).config == plan.config
     assert scaling(posenc.RopePlan.from_hf_config(HF / "phi3.json", longrope_policy="always_long"))["longrope_policy"] == "always_long"
 
 
@@ -254,7 +256,7 @@ def test_gguf_models():
     neox = posenc.RopePlan.from_gguf(GGUF / "gptneox.gguf")
     assert (neox.info["version"], neox.head_dim, neox.rotary_dim) == (2, 96, 24)
 
-    phi = posenc.RopePlan.from_gguf(GGUF / "phi3_longrope.gguf")
+    phi = posenc.RopePlan.from_gguf(GGUF / "phi3_longrope.gguf", seq_len=4096)
     assert phi.info["scaling_type"] == "longrope" and scaling(phi)["type"] == "longrope"
 
     vl = posenc.RopePlan.from_gguf(GGUF / "qwen2vl_mrope.gguf")

@@ -17,7 +17,7 @@ def test_contiguous_cache_at_sequence_lengths():
     k_cache = np.zeros((n, max_len, hk, d), np.float32)
     v_cache = np.zeros((n, max_len, hk, d), np.float32)
     posenc.rope_append_kv(k, v, k_cache, v_cache, plan, seq_lens=seq_lens)
-    want_k = posenc.apply_rope(k, plan, positions=seq_lens)  # sequence n continues at seq_lens[n]
+    want_k = posenc.apply_rope(k, plan, starts=seq_lens)  # sequence n continues at seq_lens[n]
     for b in range(n):
         s = seq_lens[b]
         np.testing.assert_allclose(k_cache[b, s:s + l], want_k[b], atol=1e-6)

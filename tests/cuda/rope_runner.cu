@@ -14,7 +14,7 @@
 #include <posenc/cuda/rope.cuh>
 #include <posenc/cuda/learned.cuh>
 #include <posenc/cuda/mrope.cuh>
-#include <posenc/cuda/relative_bias.cuh>
+#include <posenc/cuda/t5_bias.cuh>
 #include <posenc/cuda/rope_ops.cuh>
 #include <posenc/cuda/sinusoidal.cuh>
 #include <posenc/cuda/xpos.cuh>

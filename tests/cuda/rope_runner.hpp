@@ -11,7 +11,7 @@
 #include <posenc/learned_config.hpp>
 #include <posenc/mrope_plan.hpp>
 #include <posenc/positions.hpp>
-#include <posenc/rope_scaling.hpp>
+#include <posenc/rope_plan.hpp>
 #include <posenc/sinusoidal_config.hpp>
 #include <posenc/status.hpp>
 #include <posenc/t5_config.hpp>

@@ -26,7 +26,7 @@
 
 #include <posenc/dispatch.hpp>
 #include <posenc/rope.hpp>
-#include <posenc/rope_scaling.hpp>
+#include <posenc/rope_plan.hpp>
 
 namespace {
 

@@ -15,7 +15,7 @@
 // unchanged on error: rope::try_create / try_call. The throwing forms throw posenc::argument_error with the
 // same message.
 //
-// Not part of the umbrella header posenc/posenc.hpp. posenc/compat.hpp still offers this as posenc::tiny_llm.
+// Not part of the umbrella header posenc/posenc.hpp.
 #pragma once
 
 #include <cmath>

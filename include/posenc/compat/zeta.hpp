@@ -20,7 +20,7 @@
 // (invalid_argument, or out_of_memory), its result in an out-parameter (the last), unchanged on error; the
 // throwing forms throw posenc::argument_error with the same message.
 //
-// Not part of the umbrella header posenc/posenc.hpp. posenc/compat.hpp still offers this as posenc::zeta.
+// Not part of the umbrella header posenc/posenc.hpp.
 //
 // **Example**
 // ```

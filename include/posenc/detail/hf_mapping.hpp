@@ -18,7 +18,7 @@
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/rope_params.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 
 POSENC_BEGIN_NAMESPACE

@@ -14,7 +14,7 @@
 #include "posenc/detail/kernels/params.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 #include "posenc/types.hpp"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 
 POSENC_BEGIN_NAMESPACE
 

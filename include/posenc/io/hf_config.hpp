@@ -27,11 +27,12 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/hf_mapping.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/error.hpp"
 #include "posenc/rope_params.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -41,6 +42,11 @@ enum class hf_yarn_variant {
   by_model,  ///< rope_scaling::deepseek_yarn for DeepSeek-V2/V3 models (see rope_config_from_hf), else yarn
   yarn,      ///< always rope_scaling_type::yarn (Hugging Face `_compute_yarn_parameters`)
   deepseek,  ///< always rope_scaling_type::deepseek_yarn (magnitude ratio plus the softmax logit scale)
+};
+template <>
+struct enum_names<hf_yarn_variant> {
+  static constexpr enum_name<hf_yarn_variant> list[] = {
+      {hf_yarn_variant::by_model, "by_model"}, {hf_yarn_variant::yarn, "yarn"}, {hf_yarn_variant::deepseek, "deepseek"}};
 };
 
 /// Choices a `config.json` does not make, or that an engine makes differently from Hugging Face.

@@ -22,7 +22,7 @@
 //
 // Every function that can fail has a noexcept try_ form returning a posenc::status (io_error, invalid_file,
 // invalid_argument, out_of_memory); the throwing form throws posenc::argument_error with the same message.
-// (posenc/npy.hpp, which included all of this and the tensor helpers, is kept as a forwarding header.)
+
 #pragma once
 
 #include <atomic>

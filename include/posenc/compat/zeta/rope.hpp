@@ -31,7 +31,7 @@
 #include "posenc/detail/throw.hpp"
 #include "posenc/error.hpp"  // argument_error, which the throwing forms throw
 #include "posenc/rope.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 #include "posenc/tensor_view.hpp"
 #include "posenc/xpos.hpp"

@@ -20,7 +20,7 @@
 #include "posenc/detail/throw.hpp"
 #include "posenc/io/gguf_types.hpp"
 #include "posenc/rope_params.hpp"
-#include "posenc/rope_scaling.hpp"
+#include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 
 POSENC_BEGIN_NAMESPACE

@@ -1,7 +1,7 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 //
 // The T5 relative-position bias on NVIDIA GPUs (Raffel et al. 2020; buckets bit for bit as T5's
-// relative_position_bucket, as posenc/relative_bias.hpp): the bias tensor, or its addition to attention scores,
+// relative_position_bucket, as posenc/t5_bias.hpp): the bias tensor, or its addition to attention scores,
 // from an engine's [num_buckets, H] table in device memory, on the caller's stream. Per-block work:
 // detail/gpu/t5_body.hpp (tested on the CPU against t5.txt); checks: posenc/t5_config.hpp, the CPU API's.
 #pragma once

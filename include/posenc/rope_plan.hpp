@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/math/scaling.hpp"
@@ -32,11 +33,26 @@ enum class rope_scaling_type {
   llama3,         ///< Llama 3.1 wavelength bands
   longrope,       ///< LongRoPE / Phi-3 per-pair short and long factors
 };
+template <>
+struct enum_names<rope_scaling_type> {
+  // Hugging Face's rope_type names ("default", "dynamic") are accepted as aliases.
+  static constexpr enum_name<rope_scaling_type> list[] = {
+      {rope_scaling_type::none, "none"},         {rope_scaling_type::linear, "linear"},
+      {rope_scaling_type::ntk, "ntk"},           {rope_scaling_type::dynamic_ntk, "dynamic_ntk"},
+      {rope_scaling_type::yarn, "yarn"},         {rope_scaling_type::deepseek_yarn, "deepseek_yarn"},
+      {rope_scaling_type::llama3, "llama3"},     {rope_scaling_type::longrope, "longrope"},
+      {rope_scaling_type::none, "default"},      {rope_scaling_type::dynamic_ntk, "dynamic"}};
+};
 
 /// When dynamic NTK re-evaluates its base.
 enum class dynamic_ntk_policy {
   per_length,    ///< Hugging Face: from the current length n (n = max position + 1); unchanged while n <= M
   fixed_at_max,  ///< vLLM: once, at n = M * factor, for every length
+};
+template <>
+struct enum_names<dynamic_ntk_policy> {
+  static constexpr enum_name<dynamic_ntk_policy> list[] = {{dynamic_ntk_policy::per_length, "per_length"},
+                                                            {dynamic_ntk_policy::fixed_at_max, "fixed_at_max"}};
 };
 
 /// When LongRoPE uses its long factors. n = max position + 1 of the positions the plan serves.
@@ -45,6 +61,12 @@ enum class longrope_policy {
   past_original,  ///< vLLM Phi3LongRoPEScaledRotaryEmbedding: long when some position > M, i.e. n > M + 1
   always_short,
   always_long,
+};
+template <>
+struct enum_names<longrope_policy> {
+  static constexpr enum_name<longrope_policy> list[] = {
+      {longrope_policy::per_length, "per_length"}, {longrope_policy::past_original, "past_original"},
+      {longrope_policy::always_short, "always_short"}, {longrope_policy::always_long, "always_long"}};
 };
 
 /// The scaling part of a RoPE configuration. Build one with the named constructors; fields not used by
@@ -138,6 +160,18 @@ struct rope_scaling {
   }
 };
 
+/// True when the frequencies of `s` depend on the length of the sequences the plan serves, so that
+/// make_rope_plan needs a stated length: dynamic NTK under the per_length policy (Hugging Face re-evaluates the
+/// base per forward) and LongRoPE under per_length or past_original (short or long factors by length).
+inline bool depends_on_length(const rope_scaling& s) noexcept {
+  switch (s.type) {
+    case rope_scaling_type::dynamic_ntk: return s.ntk_policy == dynamic_ntk_policy::per_length;
+    case rope_scaling_type::longrope:
+      return s.long_policy == longrope_policy::per_length || s.long_policy == longrope_policy::past_original;
+    default: return false;
+  }
+}
+
 /// A model's RoPE configuration; `make_rope_plan` turns it into frequencies.
 struct rope_config {
   index_t head_dim = 0;       ///< D, the head dim (extent 3 of x); > 0
@@ -149,6 +183,11 @@ struct rope_config {
   /// Per-pair divisors applied after the scaling, w_i / f_i (ggml's `rope_freqs` tensor); empty = none.
   std::vector<double> freq_factors;
 };
+
+class rope_plan;
+namespace detail {
+inline status make_rope_plan_into(const rope_config& cfg, index_t seq_len, rope_plan& out, bool* changed) noexcept;
+}  // namespace detail
 
 /// A resolved frequency plan: what the kernels consume. Immutable once built; validated on construction, so
 /// the apply functions do not re-check it.
@@ -190,7 +229,7 @@ class rope_plan {
   bool empty() const { return inv_freq_.empty(); }
 
  private:
-  friend status try_make_rope_plan(const rope_config&, index_t, rope_plan&) noexcept;
+  friend status detail::make_rope_plan_into(const rope_config&, index_t, rope_plan&, bool*) noexcept;
 
   status try_assign(index_t head_dim, std::vector<double> inv_freq, rope_style style, index_t rotary_offset,
               double magnitude, double logit_scale) {
@@ -237,15 +276,12 @@ inline status check_factor_array(const char* fn, const char* name, const std::ve
 
 }  // namespace detail
 
-/// Builds the plan of `cfg` for sequences whose largest position is n - 1 (`seq_len` = n), into `out`,
-/// reusing its storage: only dynamic NTK (per_length) and LongRoPE depend on n, and an engine can rebuild
-/// them when n crosses M without allocating. Formulas: HF modeling_rope_utils.py in double (see
-/// detail/math/scaling.hpp for each, and where vLLM and ggml differ).
-/// Returns an invalid_argument status (make_rope_plan throws argument_error), leaving `out` unchanged, on: head_dim <= 0; rotary_dim odd, < 0 or past the head;
-/// base not finite or <= 1; a factor, beta, mscale or attention factor that is not finite or not > 0 (mscale
-/// >= 0); original_max_positions <= 0 where needed; ntk/dynamic NTK with rotary_dim 2 (R/(R-2) undefined);
-/// llama3 low_freq_factor > high_freq_factor; factor arrays of the wrong length; seq_len < 0.
-inline status try_make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& out) noexcept {
+
+namespace detail {
+
+// try_make_rope_plan's body; `changed`, when given, reports whether the frequencies, magnitude or geometry of
+// `out` moved (try_replan_rope).
+inline status make_rope_plan_into(const rope_config& cfg, index_t seq_len, rope_plan& out, bool* changed) noexcept {
   return detail::guard_alloc("make_rope_plan", [&]() -> status {
   using namespace detail;
   constexpr const char* fn = "make_rope_plan";
@@ -289,6 +325,20 @@ inline status try_make_rope_plan(const rope_config& cfg, index_t seq_len, rope_p
     POSENC_TRY(check_factor_array(fn, "scaling.long_factor", s.long_factor, pairs));
   }
   if (!cfg.freq_factors.empty()) POSENC_TRY(check_factor_array(fn, "freq_factors", cfg.freq_factors, pairs));
+
+  // A length-dependent plan built without a length would silently take the unscaled base (dynamic NTK) or the
+  // short factors (LongRoPE) at every position: errors of order 1 in q.k far past M, and no message.
+  if (seq_len == 0 && depends_on_length(s)) {
+    if (s.type == rope_scaling_type::dynamic_ntk)
+      return fail(fn, "scaling dynamic_ntk (policy per_length) depends on the sequence length and no seq_len was "
+                      "given: pass seq_len = the largest position + 1 the plan serves (as Hugging Face per "
+                      "forward; rebuild when it grows), or choose the policy fixed_at_max (as vLLM: the base of "
+                      "length M * factor for every length)");
+    return fail(fn, "scaling longrope (policy ", s.long_policy == longrope_policy::per_length ? "per_length" : "past_original",
+                ") depends on the sequence length and no seq_len was given: pass seq_len = the largest position + 1 "
+                "the plan serves (short factors while it is <= original_max_positions, long past it), or choose "
+                "the policy always_short or always_long");
+  }
 
   const auto m = static_cast<double>(s.original_max_positions);
   double base = cfg.base;
@@ -352,11 +402,55 @@ inline status try_make_rope_plan(const rope_config& cfg, index_t seq_len, rope_p
     if (!std::isfinite(freq(i))) return fail(fn, "frequency of pair ", i, "=", freq(i), " is not finite");
   if (!std::isfinite(magnitude)) return fail(fn, "magnitude=", magnitude, " is not finite");
   if (!std::isfinite(logit_scale)) return fail(fn, "logit_scale=", logit_scale, " is not finite");
+  bool moved = out.empty() || out.head_dim_ != d || out.style_ != cfg.style || out.rotary_offset_ != cfg.rotary_offset ||
+               out.magnitude_ != magnitude || out.logit_scale_ != logit_scale ||
+               out.inv_freq_.size() != static_cast<std::size_t>(pairs);
   std::vector<double> w = std::move(out.inv_freq_);
   w.resize(static_cast<std::size_t>(pairs));
-  for (index_t i = 0; i < pairs; ++i) w[static_cast<std::size_t>(i)] = freq(i);
+  for (index_t i = 0; i < pairs; ++i) {
+    const double f = freq(i);
+    moved = moved || w[static_cast<std::size_t>(i)] != f;
+    w[static_cast<std::size_t>(i)] = f;
+  }
+  if (changed) *changed = moved;
   return out.try_assign(d, std::move(w), cfg.style, cfg.rotary_offset, magnitude, logit_scale);
   });
+}
+}  // namespace detail
+
+/// Builds the plan of `cfg` for sequences whose largest position is n - 1 (`seq_len` = n), into `out`,
+/// reusing its storage: only dynamic NTK (per_length) and LongRoPE (per_length, past_original) depend on n
+/// (depends_on_length), and an engine can rebuild them when n crosses M without allocating (try_replan_rope).
+/// seq_len = 0 states no length, which those scalings reject: there is no silent default. Formulas: HF
+/// modeling_rope_utils.py in double (see detail/math/scaling.hpp for each, and where vLLM and ggml differ).
+/// Returns an invalid_argument status (make_rope_plan throws argument_error), leaving `out` unchanged, on:
+/// head_dim <= 0; rotary_dim odd, < 0 or past the head;
+/// base not finite or <= 1; a factor, beta, mscale or attention factor that is not finite or not > 0 (mscale
+/// >= 0); original_max_positions <= 0 where needed; ntk/dynamic NTK with rotary_dim 2 (R/(R-2) undefined);
+/// llama3 low_freq_factor > high_freq_factor; factor arrays of the wrong length; seq_len < 0; seq_len = 0 with a
+/// length-dependent scaling.
+inline status try_make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& out) noexcept {
+  return detail::make_rope_plan_into(cfg, seq_len, out, nullptr);
+}
+
+/// The apply-time form of a length-dependent scaling, as Hugging Face re-plans per forward: rebuilds `plan` for
+/// a call whose positions reach `seq_len` - 1 (the largest position + 1 of everything the plan will serve, cached
+/// keys included) and sets `changed` when its frequencies or magnitude moved: keys cached under the old plan
+/// then hold the old rotation and must be re-rotated (rerotate_rope) or recomputed before they are attended.
+/// Reuses the plan's storage (no allocation once it has its size); `plan` is unchanged on error.
+///
+/// **Example** (dynamic NTK, Hugging Face policy)
+/// ```
+/// bool changed = false;
+/// posenc::rope_plan next = plan;                    // keep the old one for the re-rotation
+/// if (posenc::try_replan_rope(cfg, past_len + n_new, next, changed).ok() && changed)
+///   posenc::rerotate_rope(plan, next, k_cache, posenc::positions::offset(0));
+/// ```
+inline status try_replan_rope(const rope_config& cfg, index_t seq_len, rope_plan& plan, bool& changed) noexcept {
+  bool moved = false;
+  const status st = detail::make_rope_plan_into(cfg, seq_len, plan, &moved);
+  changed = st.ok() && moved;
+  return st;
 }
 
 /// make_rope_plan into `out`, throwing argument_error (see try_make_rope_plan).
@@ -364,7 +458,9 @@ inline void make_rope_plan(const rope_config& cfg, index_t seq_len, rope_plan& o
   detail::throw_if_error(try_make_rope_plan(cfg, seq_len, out));
 }
 
-/// The plan of `cfg` for sequences of length `seq_len` (see the overload that fills an existing plan).
+/// The plan of `cfg` for sequences of length `seq_len` (see the overload that fills an existing plan). The
+/// default seq_len = 0 states no length: accepted for every scaling whose frequencies do not depend on it
+/// (depends_on_length), an argument_error for dynamic NTK (per_length) and LongRoPE (per_length, past_original).
 ///
 /// **Example**
 /// ```

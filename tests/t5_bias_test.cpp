@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 #include <posenc/error.hpp>
-#include <posenc/relative_bias.hpp>
+#include <posenc/t5_bias.hpp>
 
 #include "test_util.hpp"
 
