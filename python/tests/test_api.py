@@ -95,13 +95,13 @@ def test_shift_composes_with_the_rotation_and_rerotate_switches_plans():
 def test_qk_in_one_pass_equals_two_calls_and_position_forms_agree():
     plan = posenc.RopePlan(16)
     q, k = rng_x((2, 4, 4, 16)), rng_x((2, 4, 2, 16), seed=1)
-    wq, wk = posenc.apply_rope(q, plan, np.array([3, 8])), posenc.apply_rope(k, plan, np.array([3, 8]))
-    posenc.apply_rope_qk(q, k, plan, np.array([3, 8], np.int32))
+    wq, wk = posenc.apply_rope(q, plan, starts=np.array([3, 8])), posenc.apply_rope(k, plan, starts=np.array([3, 8]))
+    posenc.apply_rope_qk(q, k, plan, starts=np.array([3, 8], np.int32))
     np.testing.assert_array_equal(q, wq)
     np.testing.assert_array_equal(k, wk)
     per_token = np.array([3, 8])[:, None] + np.arange(4)
     np.testing.assert_array_equal(posenc.apply_rope(rng_x((2, 4, 4, 16)), plan, per_token.astype(np.int32)),
-                                  posenc.apply_rope(rng_x((2, 4, 4, 16)), plan, np.array([3, 8])))
+                                  posenc.apply_rope(rng_x((2, 4, 4, 16)), plan, starts=np.array([3, 8])))
     np.testing.assert_array_equal(posenc.apply_rope(rng_x((2, 4, 4, 16)), plan, per_token.tolist()),
                                   posenc.apply_rope(rng_x((2, 4, 4, 16)), plan, per_token))
 

@@ -45,8 +45,8 @@ def test_cache_bounds_and_sequence_count():
     x0 = x.copy()
     with pytest.raises(ValueError, match="position 10 is past the cache of 10 positions"):
         posenc.apply_rope(x, cache, offset=8, out=x)
-    with pytest.raises(ValueError, match="per_sequence"):
-        posenc.apply_rope(x, cache, np.array([0, 1, 2]), out=x)
+    with pytest.raises(ValueError, match=r"starts \(one start per sequence\) must have shape \(N,\) = \(2,\), got \(3,\)"):
+        posenc.apply_rope(x, cache, starts=np.array([0, 1, 2]), out=x)
     np.testing.assert_array_equal(x, x0)
 
 

@@ -60,7 +60,7 @@ def test_starts_are_one_per_sequence(x):
     "kwargs, message",
     [
         ({"positions": np.zeros((2, 3), np.int64)}, r"must have shape \(L,\), \(1, L\) or \(N, L\) with N=3, got \(2, 3\)"),
-        ({"positions": np.zeros((3, 3, 1), np.int64)}, r"got \(3, 3, 1\)"),
+        ({"positions": np.zeros((3, 3, 1), np.int64)}, r"positions has 3 dimensions; at most 2"),
         ({"positions": np.zeros(4, np.int64)}, r"does not match \(N, L\)=\(3, 3\)"),
         ({"starts": np.zeros((3, 3), np.int64)}, r"starts \(one start per sequence\) must have shape \(N,\) = \(3,\), got \(3, 3\)"),
         ({"starts": np.zeros(2, np.int64)}, r"must have shape \(N,\) = \(3,\), got \(2,\)"),

@@ -85,13 +85,13 @@ def plan_of(c: Case) -> posenc.RopePlan:
 
 
 def positions_of(c: Case):
-    """(positions, offset) in the case's form."""
+    """The case's position keywords: offset, per-sequence starts or per-token ids."""
     form = c.str("pos_form")
     if form == "offset":
-        return None, c.int("offset")
+        return {"offset": c.int("offset")}
     if form == "per_sequence":
-        return c.array("seq_offsets"), 0
-    return c.array("positions"), 0
+        return {"starts": c.array("seq_offsets")}
+    return {"positions": c.array("positions")}
 
 
 @pytest.mark.parametrize("file,name", CASES)
@@ -117,7 +117,7 @@ def test_all_dtypes_and_paths(file, name, isa):
         "cache<float>": posenc.RopeCache(plan, max_pos + 1, "float32"),
         "cache<double>": posenc.RopeCache(plan, max_pos + 1, "float64"),
     }
-    positions, offset = positions_of(c)
+    pos_kw = positions_of(c)
     inverse = c.str("direction") == "inverse"
     bound = angle_error_bound(c)
     for dtype in DTYPES:
@@ -126,7 +126,7 @@ def test_all_dtypes_and_paths(file, name, isa):
                 x = to_storage(c.array("x"), dtype)
                 x0 = copy(x)
                 what = f"{name} {path} {'in place' if in_place else 'out of place'} [{isa}]"
-                y = posenc.apply_rope(x, src, positions, offset, inverse=inverse, out=x if in_place else out_like(x))
+                y = posenc.apply_rope(x, src, **pos_kw, inverse=inverse, out=x if in_place else out_like(x))
                 if in_place:
                     assert y is x
                 else:

@@ -69,13 +69,13 @@ def test_fused_qkv_slices_rotate_in_place_without_touching_the_rest():
     plan = posenc.RopePlan(d)
     past = np.array([3, 11])
     # q alone, through its strides.
-    assert posenc.apply_rope(q, plan, past, out=q) is q
+    assert posenc.apply_rope(q, plan, starts=past, out=q) is q
     np.testing.assert_allclose(q, rope_ref(before[..., : hq * d].reshape(n, l, hq, d), plan,
                                            past[:, None] + np.arange(l)), atol=2e-6)
     np.testing.assert_array_equal(qkv[..., hq * d:], before[..., hq * d:])  # k and v untouched
     # q and k in one pass: v untouched.
     qkv[...] = before
-    posenc.apply_rope_qk(q, k, plan, past)
+    posenc.apply_rope_qk(q, k, plan, starts=past)
     pos = past[:, None] + np.arange(l)
     np.testing.assert_allclose(q, rope_ref(before[..., : hq * d].reshape(n, l, hq, d), plan, pos), atol=2e-6)
     np.testing.assert_allclose(k, rope_ref(before[..., hq * d:(hq + hk) * d].reshape(n, l, hk, d), plan, pos), atol=2e-6)
