@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -521,6 +522,18 @@ TEST_F(CliBadInput, LengthDependentPlanWithoutLength) {
                       path("p.csv") + "'",
                   "--length N");
   EXPECT_FALSE(exists(path("p.csv")));
+}
+// Issue 21: one spelling table (posenc/enum_names.hpp): the CLI takes '-' or '_' in any case, with the same result.
+TEST_F(CliBadInput, BothSpellingsOfAValue) {
+  const auto text = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  ASSERT_EQ(run("plan --head-dim 8 --style half-split --scaling linear --factor 2 --output '" + path("a.csv") + "'").code, 0);
+  ASSERT_EQ(run("plan --head-dim 8 --style HALF_SPLIT --scaling Linear --factor 2 --output '" + path("b.csv") + "'").code, 0);
+  EXPECT_FALSE(text(path("a.csv")).empty());
+  EXPECT_EQ(text(path("a.csv")), text(path("b.csv")));
+  expect_rejected("plan --head-dim 8 --style neox --output '" + path("c.csv") + "'", "is not one of: interleaved, half_split");
 }
 TEST_F(CliBadInput, XposOddDim) {
   save("odd.npy", {1, 3, 7}, std::vector<float>(21, 0.25f));

@@ -16,7 +16,7 @@ def rng_x(shape, dtype=np.float64, seed=0):
 
 
 def test_version_matches_the_headers_and_the_metadata():
-    assert posenc.__version__ == posenc._C.__version__ == importlib.metadata.version("posenc")
+    assert posenc.__version__ == posenc._posenc.__version__ == importlib.metadata.version("posenc")
 
 
 def test_isa_control():
