@@ -10,72 +10,10 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._common import _C
-from . import _hf
 from ._common import _int, _merged_config, _seq_len
 
 
 # -------------------------------------------------------------------------------------------------------- plans
-
-_SCALING_ALIASES = {"none": "default", "dynamic_ntk": "dynamic"}
-_POSENC_SCALING_KEYS = ("max_position_embeddings", "dynamic_policy", "longrope_policy")
-
-
-def _scaling_params(
-    scaling: Optional[Dict[str, Any]], params: Dict[str, Any], names: Dict[str, str], base: Optional[float]
-) -> Optional[float]:
-    """RopePlan's `scaling` dict (Hugging Face rope_scaling keys) into rope_params fields; returns the static
-    NTK factor for posenc's "ntk" type (which Hugging Face does not have)."""
-    names["function"] = "RopePlan"
-    names["scaling_label"] = "scaling.rope_type"
-    names["scaling_type"] = "scaling.rope_type"
-    if scaling is None:
-        scaling = {}
-    if not isinstance(scaling, dict):
-        raise TypeError(f"posenc.RopePlan: scaling must be a dict of Hugging Face rope_scaling keys, got {type(scaling).__name__}")
-    s = _hf.Section(scaling, "scaling.", "RopePlan")
-    keys = _hf.scaling_keys(s)
-    known = set(keys) | set(_POSENC_SCALING_KEYS)
-    unknown = sorted(str(k) for k in scaling if k not in known)
-    if unknown:
-        raise ValueError(
-            f"posenc::RopePlan: scaling has unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
-        )
-    type_key = keys["rope_type"] if keys["rope_type"].given() else keys["type"]
-    kind = _hf.use(type_key) or "default"
-    names["scaling_type"] = type_key.name
-    kind = _SCALING_ALIASES.get(kind, kind)
-    ntk = None
-    if kind == "deepseek_yarn":
-        kind = "yarn"
-        params["yarn_variant"] = "deepseek"
-    params["scaling_type"] = "default" if kind == "ntk" else kind
-    prf = _hf.use(keys["partial_rotary_factor"])
-    if prf is not None:
-        params["partial_rotary_factor"] = prf
-        names["partial_rotary_factor"] = keys["partial_rotary_factor"].name
-    theta = _hf.use(keys["rope_theta"])
-    if theta is not None and base is not None and theta != base:
-        raise ValueError(f"posenc::RopePlan: base={float(base):.17g} and scaling.rope_theta={theta:.17g} differ; give one")
-    params["base"] = theta if theta is not None else (10000.0 if base is None else float(base))
-    omp = _hf.use(keys["original_max_position_embeddings"])
-    if omp is not None:
-        params["original_max_positions"] = omp
-    names["original_max_positions"] = keys["original_max_position_embeddings"].name
-    mpe = _hf.use(s.positive("max_position_embeddings"))
-    if mpe is not None:
-        params["max_position_embeddings"] = mpe
-    names["max_position_embeddings"] = "scaling.max_position_embeddings"
-    _hf.scaling_params(keys, params, names)
-    for key in ("dynamic_policy", "longrope_policy"):
-        v = _hf.use(s.string(key))
-        if v is not None:
-            params[key] = v
-    if kind == "ntk":
-        if params.get("factor") is None:
-            raise ValueError('posenc::RopePlan: scaling.factor is missing (required for scaling.rope_type="ntk")')
-        ntk = params["factor"]
-    return ntk
-
 
 class RopePlan:
     """A RoPE frequency plan (posenc::rope_plan): a frequency w_i per rotated pair, the magnitude m on cos and
@@ -147,9 +85,8 @@ class RopePlan:
         }
         if freq_factors is not None:
             params["freq_factors"] = [float(f) for f in np.asarray(freq_factors, dtype=np.float64).ravel()]
-        names: Dict[str, str] = {}
-        ntk = _scaling_params(scaling, params, names, base)
-        self._p, _ = _C.RopePlanCore.from_params(params, names, _seq_len(seq_len, "RopePlan"), ntk)
+        b = None if base is None else float(base)
+        self._p = _C.RopePlanCore.from_scaling(params, scaling, b, _seq_len(seq_len, "RopePlan"))
         self._info: Optional[Dict[str, Any]] = None
 
     @classmethod
@@ -207,24 +144,15 @@ class RopePlan:
                 raise OSError(f'posenc::rope_config_from_hf_file: cannot open path="{path}"') from e
             except ValueError as e:
                 raise ValueError(f'posenc::rope_config_from_hf_file: path="{path}" is not valid JSON: {e}') from e
-        params, names, facts = _hf.hf_params(
-            config,
-            style=style,
-            yarn_variant=yarn_variant,
-            dynamic_policy=dynamic_policy,
-            longrope_policy=longrope_policy,
-            layer_type=layer_type,
-            use_text_config=use_text_config,
-        )
+        # posenc's C++ reader and mapping (detail/hf_reader.hpp, the loader of io/hf_config.hpp) over the dict.
         n = _seq_len(seq_len, "RopePlan")
+        args = (style, yarn_variant, dynamic_policy, longrope_policy, layer_type, bool(use_text_config))
         if overrides:
             # The file's configuration before the length rule: an override may be what makes it plannable.
-            core, rope_type = _C.RopePlanCore.from_params(params, names, max(n, 1), None)
-            facts["rope_type"] = rope_type
+            core, facts = _C.RopePlanCore.from_hf(config, *args, max(n, 1))
             cfg = _merged_config(cls._wrap(core).config, overrides, "RopePlan.from_hf_config")
             return cls._wrap(_C.RopePlanCore.from_config(cfg, n), facts)
-        core, rope_type = _C.RopePlanCore.from_params(params, names, n, None)
-        facts["rope_type"] = rope_type
+        core, facts = _C.RopePlanCore.from_hf(config, *args, n)
         return cls._wrap(core, facts)
 
     @classmethod

@@ -1,6 +1,14 @@
 // posenc Python bindings: RoPE plans and caches (RopePlanCore, RopeCacheCore): from parameter dicts, configs, GGUF, explicit frequencies.
 #include "common.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+
+#include <posenc/detail/hf_reader.hpp>
+
 namespace pyposenc {
 namespace {
 
@@ -121,7 +129,7 @@ posenc::rope_config config_from_dict(const nb::dict& d, const char* fn) {
   return c;
 }
 
-/// rope_params from a dict of its field names (already type-checked by posenc/_hf.py), mapped by posenc's one
+/// rope_params from a dict of its field names (already typed by scaling_into_params), mapped by posenc's one
 /// rope_params mapping (rope_params.hpp) with the caller's key names in messages, then planned.
 std::pair<rope_plan_py, std::string> plan_from_params(const nb::dict& d, const nb::dict& names, index_t seq_len,
                                                       std::optional<double> ntk_factor) {
@@ -190,6 +198,226 @@ std::pair<rope_plan_py, std::string> plan_from_params(const nb::dict& d, const n
   return {plan_from_config(std::move(cfg), seq_len), canonical};
 }
 
+/// posenc's Hugging Face reader (detail/hf_reader.hpp) over a parsed config.json as Python holds it (json.load's
+/// dicts, lists, str, int, float, bool, None; tuples and numbers.Real accepted too), so the package runs the C++
+/// loader's key lookup, precedence and messages instead of a copy. A node is a borrowed reference that the
+/// config dict keeps alive.
+struct py_access {
+  using node = PyObject*;
+  static PyObject* real_type() {
+    static PyObject* t = nb::object(nb::module_::import_("numbers").attr("Real")).release().ptr();  // kept for the process
+    return t;
+  }
+  static node find(node obj, const char* key) { return PyDict_GetItemString(obj, key); }
+  static bool is_null(node v) { return v == Py_None; }
+  static bool is_object(node v) { return PyDict_Check(v); }
+  static bool is_array(node v) { return PyList_Check(v) || PyTuple_Check(v); }
+  static bool is_string(node v) { return PyUnicode_Check(v); }
+  static bool is_boolean(node v) { return PyBool_Check(v); }
+  static bool is_number(node v) {
+    if (PyBool_Check(v)) return false;
+    if (PyFloat_Check(v) || PyLong_Check(v)) return true;
+    const int r = PyObject_IsInstance(v, real_type());
+    if (r < 0) throw nb::python_error();
+    return r == 1;
+  }
+  static std::optional<index_t> as_integer(node v) {
+    if (PyBool_Check(v) || !is_number(v)) return std::nullopt;
+    if (PyLong_Check(v) || PyIndex_Check(v)) {
+      nb::object i = nb::steal(PyNumber_Index(v));
+      if (!i.is_valid()) throw nb::python_error();
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+      if (overflow != 0) return std::nullopt;
+      return static_cast<index_t>(x);
+    }
+    const double d = as_double(v);
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 0x1p62) return static_cast<index_t>(d);
+    return std::nullopt;
+  }
+  static double as_double(node v) {
+    const double d = PyFloat_AsDouble(v);
+    if (d == -1.0 && PyErr_Occurred()) throw nb::python_error();
+    return d;
+  }
+  static bool as_bool(node v) { return v == Py_True; }
+  static std::string as_string(node v) { return nb::cast<std::string>(nb::handle(v)); }
+  static std::size_t size(node v) {
+    return static_cast<std::size_t>(PyList_Check(v) ? PyList_GET_SIZE(v) : PyTuple_GET_SIZE(v));
+  }
+  static node at(node v, std::size_t i) {
+    const auto k = static_cast<Py_ssize_t>(i);
+    return PyList_Check(v) ? PyList_GET_ITEM(v, k) : PyTuple_GET_ITEM(v, k);
+  }
+  template <class F>
+  static void for_each_member(node v, F&& f) {
+    Py_ssize_t pos = 0;
+    PyObject* key = nullptr;
+    PyObject* value = nullptr;
+    while (PyDict_Next(v, &pos, &key, &value)) f(nb::cast<std::string>(nb::str(key)), value);
+  }
+  static std::string type_name(node v) {
+    if (v == Py_None) return "null";
+    if (is_boolean(v)) return "boolean";
+    if (is_number(v)) return "number";
+    if (is_string(v)) return "string";
+    if (is_object(v)) return "object";
+    if (is_array(v)) return "array";
+    return nb::cast<std::string>(nb::handle(v).type().attr("__name__"));
+  }
+  /// The value's JSON text (json.dumps, as nlohmann's dump), shortened, for messages.
+  static std::string shown(node v) {
+    std::string s;
+    try {
+      nb::object dumps = nb::module_::import_("json").attr("dumps");
+      nb::dict kw;
+      kw["separators"] = nb::make_tuple(",", ":");
+      kw["ensure_ascii"] = false;
+      s = nb::cast<std::string>(dumps(nb::handle(v), **kw));
+    } catch (const nb::python_error&) {
+      s = nb::cast<std::string>(nb::repr(nb::handle(v)));
+    }
+    if (s.size() > 64) s = s.substr(0, 61) + "...";
+    return s;
+  }
+  static bool equal(node a, node b) {
+    const int r = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (r < 0) throw nb::python_error();
+    return r == 1;
+  }
+};
+
+/// A typed key's value into the params dict (and its name into `names`), or its error as the ValueError; the
+/// first error among the keys used, in the order used, is the one reported (as the C++ HF loader does).
+template <class T>
+std::optional<T> use(const posenc::detail::hf::config_key<T>& k) {
+  check(k.error);
+  return k.value;
+}
+
+/// RopePlan's own `scaling` dict (Hugging Face rope_scaling keys, plus posenc's "ntk", "deepseek_yarn" and the
+/// two policies) into the rope_params fields plan_from_params maps, typed by the C++ reader (section) so a bad
+/// value gets the loader's message. Returns the static NTK factor for posenc's "ntk" type (not a HF type).
+std::optional<double> scaling_into_params(nb::handle scaling, std::optional<double> base, nb::dict& params,
+                                          nb::dict& names) {
+  namespace hf = posenc::detail::hf;
+  names["function"] = "RopePlan";
+  names["scaling_label"] = "scaling.rope_type";
+  names["scaling_type"] = "scaling.rope_type";
+  nb::dict empty;
+  if (scaling.is_none()) scaling = empty;
+  if (!PyDict_Check(scaling.ptr()))
+    type_error("RopePlan", "scaling must be a dict of Hugging Face rope_scaling keys, got ",
+               nb::cast<std::string>(scaling.type().attr("__name__")));
+  const hf::section<py_access> s{scaling.ptr(), "scaling."};
+  static const char* const known[] = {"attention_factor", "beta_fast", "beta_slow", "dynamic_policy", "factor",
+                                      "high_freq_factor", "long_factor", "longrope_policy", "low_freq_factor",
+                                      "max_position_embeddings", "mrope_interleaved", "mrope_section", "mscale",
+                                      "mscale_all_dim", "original_max_position_embeddings", "partial_rotary_factor",
+                                      "rope_theta", "rope_type", "short_factor", "truncate", "type"};
+  std::vector<std::string> unknown;
+  py_access::for_each_member(scaling.ptr(), [&](const std::string& key, PyObject*) {
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) == std::end(known))
+      unknown.push_back(key);
+  });
+  if (!unknown.empty()) {
+    std::sort(unknown.begin(), unknown.end());
+    std::string u, k;
+    for (const auto& n : unknown) u += (u.empty() ? "" : ", ") + n;
+    for (const char* n : known) k += (k.empty() ? "" : ", ") + std::string(n);
+    raise(PyExc_ValueError, "posenc::RopePlan: scaling has unknown key(s) " + u + " (known: " + k + ")");
+  }
+  const auto type_key = s.string("rope_type").given() ? s.string("rope_type") : s.string("type");
+  std::string kind = use(type_key).value_or("default");
+  names["scaling_type"] = type_key.name;
+  if (kind == "none") kind = "default";
+  if (kind == "dynamic_ntk") kind = "dynamic";
+  if (kind == "deepseek_yarn") {
+    kind = "yarn";
+    params["yarn_variant"] = "deepseek";
+  }
+  params["scaling_type"] = kind == "ntk" ? std::string("default") : kind;
+  const auto prf = s.number("partial_rotary_factor");
+  if (const auto v = use(prf)) {
+    params["partial_rotary_factor"] = *v;
+    names["partial_rotary_factor"] = prf.name;
+  }
+  const auto theta = use(s.number("rope_theta"));
+  if (theta && base && *theta != *base) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "posenc::RopePlan: base=%.17g and scaling.rope_theta=%.17g differ; give one", *base, *theta);
+    raise(PyExc_ValueError, buf);
+  }
+  params["base"] = theta ? *theta : base.value_or(10000.0);
+  const auto omp = s.positive("original_max_position_embeddings");
+  if (const auto v = use(omp)) params["original_max_positions"] = *v;
+  names["original_max_positions"] = omp.name;
+  if (const auto v = use(s.positive("max_position_embeddings"))) params["max_position_embeddings"] = *v;
+  names["max_position_embeddings"] = "scaling.max_position_embeddings";
+  const auto number = [&](const char* field) {
+    const auto k = s.number(field);
+    const auto v = use(k);
+    params[field] = v ? nb::cast(*v) : nb::none();
+    names[field] = k.name;
+  };
+  for (const char* f : {"factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"}) number(f);
+  params["truncate"] = use(s.boolean("truncate")).value_or(true);
+  for (const char* f : {"low_freq_factor", "high_freq_factor"}) number(f);
+  for (const char* f : {"short_factor", "long_factor"}) {
+    const auto k = s.numbers(f);
+    params[f] = use(k).value_or(std::vector<double>{});
+    names[f] = k.name;
+  }
+  const auto ms = s.integers("mrope_section");
+  params["mrope_section"] = use(ms).value_or(std::vector<index_t>{});
+  names["mrope_section"] = ms.name;
+  params["mrope_interleaved"] = use(s.boolean("mrope_interleaved")).value_or(false);
+  for (const char* f : {"dynamic_policy", "longrope_policy"})
+    if (const auto v = use(s.string(f))) params[f] = *v;
+  if (kind != "ntk") return std::nullopt;
+  if (params["factor"].is_none())
+    raise(PyExc_ValueError, "posenc::RopePlan: scaling.factor is missing (required for scaling.rope_type=\"ntk\")");
+  return nb::cast<double>(params["factor"]);
+}
+
+/// RopePlan(head_dim, base, style, rotary_dim, rotary_offset, scaling, seq_len, freq_factors).
+rope_plan_py plan_from_scaling(nb::dict params, nb::handle scaling, std::optional<double> base, index_t seq_len) {
+  nb::dict names;
+  const std::optional<double> ntk = scaling_into_params(scaling, base, params, names);
+  return plan_from_params(params, names, seq_len, ntk).first;
+}
+
+/// RopePlan.from_hf_config: posenc::rope_config_from_hf's reader and mapping over a parsed config.json, then
+/// the plan; the model facts as a dict.
+std::pair<rope_plan_py, nb::dict> plan_from_hf(const nb::handle& config, std::optional<std::string> style,
+                                               std::optional<std::string> yarn_variant, const std::string& ntk_policy,
+                                               const std::string& long_policy, std::optional<std::string> layer_type,
+                                               bool use_text_config, index_t seq_len) {
+  constexpr const char* fn = "RopePlan.from_hf_config";
+  posenc::hf_options opt;
+  if (style) opt.style = parse_style(*style, fn);
+  if (yarn_variant) {
+    const auto v = parse_enum<posenc::rope_yarn_variant>(*yarn_variant, fn, "yarn_variant");
+    opt.yarn = v == posenc::rope_yarn_variant::deepseek ? posenc::hf_yarn_variant::deepseek : posenc::hf_yarn_variant::yarn;
+  }
+  opt.ntk_policy = parse_enum<posenc::dynamic_ntk_policy>(ntk_policy, fn, "dynamic_policy");
+  opt.long_policy = parse_enum<posenc::longrope_policy>(long_policy, fn, "longrope_policy");
+  if (layer_type) opt.layer_type = *layer_type;
+  opt.use_text_config = use_text_config;
+  posenc::hf_rope_info info;
+  check(posenc::detail::hf::parse<py_access>(config.ptr(), opt, info));
+  nb::dict d;
+  d["model_type"] = info.model_type;
+  d["rope_type"] = info.rope_type;
+  d["num_attention_heads"] = info.num_attention_heads;
+  d["num_key_value_heads"] = info.num_key_value_heads;
+  d["max_position_embeddings"] = info.max_position_embeddings;
+  d["partial_rotary_factor"] = info.partial_rotary_factor;
+  d["mrope_section"] = info.mrope_section;
+  d["mrope_interleaved"] = info.mrope_interleaved;
+  return {plan_from_config(info.config, seq_len), d};
+}
+
 std::pair<rope_plan_py, nb::dict> plan_from_gguf(const std::string& path, std::optional<std::string> style,
                                                  const std::string& long_policy, index_t seq_len) {
   constexpr const char* fn = "RopePlan.from_gguf";
@@ -238,6 +466,11 @@ void bind_plans(nb::module_& m) {
           },
           nb::arg("head_dim"), nb::arg("inv_freq"), nb::arg("style"), nb::arg("rotary_offset"), nb::arg("magnitude"),
           nb::arg("logit_scale"))
+      .def_static("from_scaling", &plan_from_scaling, nb::arg("params"), nb::arg("scaling").none(),
+                  nb::arg("base").none(), nb::arg("seq_len"))
+      .def_static("from_hf", &plan_from_hf, nb::arg("config"), nb::arg("style").none(), nb::arg("yarn_variant").none(),
+                  nb::arg("dynamic_policy"), nb::arg("longrope_policy"), nb::arg("layer_type").none(),
+                  nb::arg("use_text_config"), nb::arg("seq_len"))
       .def_static("from_gguf", &plan_from_gguf, nb::arg("path"), nb::arg("style").none(), nb::arg("longrope_policy"),
                   nb::arg("seq_len"))
       .def_static(
