@@ -98,7 +98,7 @@ void BM_SinusoidalAdd(benchmark::State& state) {
   posenc_bench::run_paired(
       state, x.size() * sizeof(float),
       [&] {
-        posenc::add_sinusoidal(v, cfg, posenc::positions::offset(1000));
+        posenc::add_sinusoidal(cfg, v, posenc::positions::offset(1000));
         benchmark::DoNotOptimize(x.data());
       },
       [&] {

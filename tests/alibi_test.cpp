@@ -109,7 +109,7 @@ void check_bias(const golden_case& c, const posenc::alibi_config& cfg) {
   const index_t offset = c.integer("query_offset");
   // alibi_bias into a [H_local, Lq, Lk] tensor.
   std::vector<T> b(expected.values.size(), T(0));
-  posenc::alibi_bias(cfg, posenc::strided_view<T, 3>(b.data(), {h, lq, lk}), offset);
+  posenc::alibi_bias(cfg, posenc::strided_view<T, 3>(b.data(), {h, lq, lk}), posenc::positions::offset(offset));
   const double err = expect_close(b, expected, c.name + " alibi_bias");
   ::testing::Test::RecordProperty(std::string("max_abs_err_") + dtype_info<T>::name, sci(err));
   ::testing::Test::RecordProperty(std::string("max_scaled_err_") + dtype_info<T>::name, sci(scaled_error(b, expected)));
@@ -189,7 +189,7 @@ void check_shards(index_t heads, double max_bias) {
   posenc::alibi_slopes(full, posenc::strided_view<T, 1>(all.data(), {heads}));
   constexpr index_t lq = 3, lk = 7, offset = 4;
   std::vector<T> bias_all(static_cast<std::size_t>(heads * lq * lk));
-  posenc::alibi_bias(full, posenc::strided_view<T, 3>(bias_all.data(), {heads, lq, lk}), offset);
+  posenc::alibi_bias(full, posenc::strided_view<T, 3>(bias_all.data(), {heads, lq, lk}), posenc::positions::offset(offset));
   for (const auto& cuts : partitions(heads)) {
     std::vector<T> cat;
     std::vector<T> bias_cat;
@@ -203,7 +203,7 @@ void check_shards(index_t heads, double max_bias) {
       posenc::alibi_slopes(shard, posenc::strided_view<T, 1>(part.data(), {local}));
       cat.insert(cat.end(), part.begin(), part.end());
       std::vector<T> bias_part(static_cast<std::size_t>(local * lq * lk));
-      posenc::alibi_bias(shard, posenc::strided_view<T, 3>(bias_part.data(), {local, lq, lk}), offset);
+      posenc::alibi_bias(shard, posenc::strided_view<T, 3>(bias_part.data(), {local, lq, lk}), posenc::positions::offset(offset));
       bias_cat.insert(bias_cat.end(), bias_part.begin(), bias_part.end());
     }
     ASSERT_EQ(cat.size(), all.size());
@@ -342,10 +342,10 @@ TEST(AlibiBias, DecodeRowEqualsPrefillRow) {
   posenc::alibi_config cfg;
   cfg.num_heads = h;
   std::vector<float> full(static_cast<std::size_t>(h * len * len));
-  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(full.data(), {h, len, len}), 0, posenc::alibi_mask::causal);
+  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(full.data(), {h, len, len}), posenc::positions::offset(0), posenc::alibi_mask::causal);
   for (index_t t = 0; t < len; ++t) {
     std::vector<float> row(static_cast<std::size_t>(h * len));
-    posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(row.data(), {h, 1, len}), t, posenc::alibi_mask::causal);
+    posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(row.data(), {h, 1, len}), posenc::positions::offset(t), posenc::alibi_mask::causal);
     for (index_t b = 0; b < h; ++b)
       for (index_t j = 0; j < len; ++j)
         ASSERT_TRUE(same_bits(row[static_cast<std::size_t>(b * len + j)], full[static_cast<std::size_t>((b * len + t) * len + j)]))
@@ -398,11 +398,11 @@ TEST(AlibiBias, EigenTensors) {
   posenc::alibi_config cfg;
   cfg.num_heads = 6;
   std::vector<float> ref(static_cast<std::size_t>(6 * 2 * 9));
-  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(ref.data(), {6, 2, 9}), 7);
+  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(ref.data(), {6, 2, 9}), posenc::positions::offset(7));
   Eigen::Tensor<float, 3, Eigen::RowMajor> rm(6, 2, 9);
-  posenc::alibi_bias(cfg, rm, 7);
+  posenc::alibi_bias(cfg, rm, posenc::positions::offset(7));
   Eigen::Tensor<float, 3> cm(6, 2, 9);
-  posenc::alibi_bias(cfg, cm, 7);
+  posenc::alibi_bias(cfg, cm, posenc::positions::offset(7));
   for (index_t h = 0; h < 6; ++h)
     for (index_t i = 0; i < 2; ++i)
       for (index_t j = 0; j < 9; ++j) {
@@ -423,8 +423,8 @@ TEST(AlibiBias, EigenTensors) {
 TEST(AlibiBias, EmptyTensorsAreFine) {
   posenc::alibi_config cfg;
   cfg.num_heads = 4;
-  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(nullptr, {4, 0, 5}), 3);
-  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(nullptr, {4, 5, 0}), 3);
+  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(nullptr, {4, 0, 5}), posenc::positions::offset(3));
+  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(nullptr, {4, 5, 0}), posenc::positions::offset(3));
   posenc::add_alibi_bias(cfg, view4<float>(nullptr, {0, 4, 3, 3}));
 }
 
@@ -505,13 +505,13 @@ TEST(AlibiErrors, ShapesAndPositionsAreRejectedBeforeWriting) {
   expect_rejected(out, sentinel, [&] { posenc::alibi_slopes(cfg, posenc::strided_view<float, 1>(p, {6}, {0})); }, "slopes stride 0", "stride");
   // bias
   expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {5, 2, 3})); }, "bias heads 5", "out has 5 heads");
-  expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), -1); }, "bias offset -1", "offset=-1");
-  expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 0, 3}), -1); }, "empty bias offset -1", "offset=-1");
-  expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), big); }, "bias offset overflow", "overflows");
+  expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), posenc::positions::offset(-1)); }, "bias offset -1", "offset=-1");
+  expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 0, 3}), posenc::positions::offset(-1)); }, "empty bias offset -1", "offset=-1");
+  expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), posenc::positions::offset(big)); }, "bias offset overflow", "overflows");
   expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}, {6, 3, -1})); }, "bias negative stride", "stride");
   expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, -2, 3}, {6, 3, 1})); }, "bias negative extent", "extent");
   expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(nullptr, {6, 2, 3})); }, "bias null", "null");
-  expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), 0, static_cast<posenc::alibi_mask>(9)); }, "mask=9", "mask=9");
+  expect_rejected(out, sentinel, [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), posenc::positions::offset(0), static_cast<posenc::alibi_mask>(9)); }, "mask=9", "mask=9");
   // add, config overload
   const view4<float> good(p, {2, 6, 2, 3});
   expect_rejected(out, sentinel, [&] { posenc::add_alibi_bias(cfg, view4<float>(p, {2, 4, 3, 3})); }, "scores heads 4", "scores has 4 heads");
@@ -598,12 +598,12 @@ TEST(AlibiTryForms, SlopesAndBias) {
   expect_same_failure([&] { return posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(p, {5, 2, 3})); },
                       [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {5, 2, 3})); },
                       "posenc::alibi_bias: out has 5 heads where the configuration's shard has 6", "bias heads");
-  expect_same_failure([&] { return posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), -4); },
-                      [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), -4); },
+  expect_same_failure([&] { return posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), posenc::positions::offset(-4)); },
+                      [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), posenc::positions::offset(-4)); },
                       "posenc::alibi_bias: query offset=-4 must be >= 0", "bias offset");
   expect_same_failure(
-      [&] { return posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), 0, static_cast<posenc::alibi_mask>(9)); },
-      [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), 0, static_cast<posenc::alibi_mask>(9)); },
+      [&] { return posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), posenc::positions::offset(0), static_cast<posenc::alibi_mask>(9)); },
+      [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), posenc::positions::offset(0), static_cast<posenc::alibi_mask>(9)); },
       "posenc::alibi_bias: mask=9 is not an alibi_mask", "bias mask");
   expect_same_failure([&] { return posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}, {6, 3, 0})); },
                       [&] { posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}, {6, 3, 0})); },
@@ -618,15 +618,15 @@ TEST(AlibiTryForms, SlopesAndBias) {
   Eigen::Tensor<Eigen::half, 1> sh(6);
   expect_ok(posenc::try_alibi_slopes(cfg, sh), "half slopes");
   for (index_t h = 0; h < 6; ++h) EXPECT_EQ(static_cast<float>(sh(h)), static_cast<float>(Eigen::half(s[static_cast<std::size_t>(h)])));
-  expect_ok(posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), 4, posenc::alibi_mask::causal), "bias");
+  expect_ok(posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(p, {6, 2, 3}), posenc::positions::offset(4), posenc::alibi_mask::causal), "bias");
   std::vector<float> thrown(out.size());
-  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(thrown.data(), {6, 2, 3}), 4, posenc::alibi_mask::causal);
+  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(thrown.data(), {6, 2, 3}), posenc::positions::offset(4), posenc::alibi_mask::causal);
   expect_same_bits(out, thrown, "bias");
   Eigen::Tensor<float, 3, Eigen::RowMajor> eb(6, 2, 3);
-  expect_ok(posenc::try_alibi_bias(cfg, eb, 4, posenc::alibi_mask::causal), "Eigen bias");
+  expect_ok(posenc::try_alibi_bias(cfg, eb, posenc::positions::offset(4), posenc::alibi_mask::causal), "Eigen bias");
   expect_same_bits(std::vector<float>(eb.data(), eb.data() + eb.size()), thrown, "Eigen bias");
   // Empty is ok and writes nothing.
-  expect_ok(posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(nullptr, {6, 0, 3}), 2), "empty bias");
+  expect_ok(posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(nullptr, {6, 0, 3}), posenc::positions::offset(2)), "empty bias");
 }
 
 TEST(AlibiTryForms, AddBias) {

@@ -66,9 +66,9 @@ TEST_P(Extreme, ZeroSizeTensorsAreNoOps) {
   for (const std::array<index_t, 4>& shape : {std::array<index_t, 4>{0, 4, 3, 3}, {1, 4, 0, 3}, {1, 4, 3, 0}})
     EXPECT_TRUE(posenc::try_add_alibi_bias(ac, posenc::strided_view<float, 4>(buf.data(), shape)).ok());
   const posenc::sinusoidal_config sc{8, 10000.0, posenc::sinusoidal_layout::interleaved, std::nullopt};
-  EXPECT_TRUE(posenc::try_add_sinusoidal(posenc::strided_view<float, 3>(buf.data(), {0, 4, 8}), sc,
+  EXPECT_TRUE(posenc::try_add_sinusoidal(sc, posenc::strided_view<float, 3>(buf.data(), {0, 4, 8}),
                                          posenc::positions::offset(0)).ok());
-  EXPECT_TRUE(posenc::try_sinusoidal_table(posenc::strided_view<float, 2>(buf.data(), {0, 8}), sc).ok());
+  EXPECT_TRUE(posenc::try_sinusoidal_table(sc, posenc::strided_view<float, 2>(buf.data(), {0, 8})).ok());
   posenc::learned_config lc;
   lc.max_positions = 4;
   lc.dim = 8;

@@ -547,7 +547,7 @@ void sinusoidal_case(std::mt19937_64& g, int idx) {
   const auto buf0 = buf;
   posenc::strided_view<T, 3> x(buf.data(), {N, L, cfg.dim}, {L * cfg.dim * sd, cfg.dim * sd, sd});
   pos_case pc(g, N, L, 100000);
-  posenc::add_sinusoidal(x, cfg, pc.pos);
+  posenc::add_sinusoidal(cfg, x, pc.pos);
   const auto w = posenc::sinusoidal_frequencies(cfg);
   const index_t half = cfg.dim / 2;
   for (index_t n = 0; n < N; ++n)

@@ -122,10 +122,10 @@ int main() {
   posenc::sinusoidal_config sc;
   sc.dim = 7;
   std::vector<float> table(4 * 8, 3.0f);
-  REJECTED(posenc::try_sinusoidal_table(posenc::strided_view<float, 2>(table.data(), {4, 8}), sc), "posenc::sinusoidal_table");
+  REJECTED(posenc::try_sinusoidal_table(sc, posenc::strided_view<float, 2>(table.data(), {4, 8})), "posenc::sinusoidal_table");
   CHECK(table[0] == 3.0f);
   sc.dim = 8;
-  CHECK(posenc::try_sinusoidal_table(posenc::strided_view<float, 2>(table.data(), {4, 8}), sc).ok());
+  CHECK(posenc::try_sinusoidal_table(sc, posenc::strided_view<float, 2>(table.data(), {4, 8})).ok());
   posenc::learned_config lc;
   lc.max_positions = 0;
   lc.dim = 8;

@@ -42,7 +42,7 @@ double check_table(const golden_case& c) {
   const index_t len = c.integer("length");
   const index_t offset = c.integer("offset");
   std::vector<T> t(static_cast<std::size_t>(len * cfg.dim), T(-7));
-  posenc::sinusoidal_table(posenc::strided_view<T, 2>(t.data(), {len, cfg.dim}), cfg, offset);
+  posenc::sinusoidal_table(cfg, posenc::strided_view<T, 2>(t.data(), {len, cfg.dim}), offset);
   return expect_close(t, c.array("table"), c.name, sinusoid_angle_bound(offset + len, cfg.base));
 }
 
@@ -60,12 +60,12 @@ TEST_P(SinusoidalTableGolden, EigenTensorAndStridedView) {
   const index_t len = c.integer("length");
   const index_t offset = c.integer("offset");
   Eigen::Tensor<float, 2, Eigen::RowMajor> t(len, cfg.dim);
-  posenc::sinusoidal_table(t, cfg, offset);
+  posenc::sinusoidal_table(cfg, t, offset);
   std::vector<float> flat(t.data(), t.data() + t.size());
   expect_close(flat, c.array("table"), c.name + " Eigen", sinusoid_angle_bound(offset + len, cfg.base));
   // Transposed storage: element (l, d) at d * len + l.
   std::vector<double> col(static_cast<std::size_t>(len * cfg.dim), -7.0);
-  posenc::sinusoidal_table(posenc::strided_view<double, 2>(col.data(), {len, cfg.dim}, {1, len}), cfg, offset);
+  posenc::sinusoidal_table(cfg, posenc::strided_view<double, 2>(col.data(), {len, cfg.dim}, {1, len}), offset);
   std::vector<double> back;
   for (index_t l = 0; l < len; ++l)
     for (index_t d = 0; d < cfg.dim; ++d) back.push_back(col[static_cast<std::size_t>(d * len + l)]);
@@ -91,10 +91,10 @@ double check_add_case(const golden_case& c, bool in_place) {
   std::vector<T> x = to_storage<T>(xs);
   std::vector<T> y(x.size(), T(0));
   if (in_place) {
-    posenc::add_sinusoidal(posenc::strided_view<T, 3>(x.data(), shape), cfg, pos);
+    posenc::add_sinusoidal(cfg, posenc::strided_view<T, 3>(x.data(), shape), pos);
   } else {
-    posenc::add_sinusoidal(posenc::strided_view<const T, 3>(x.data(), shape), posenc::strided_view<T, 3>(y.data(), shape),
-                           cfg, pos);
+    posenc::add_sinusoidal(cfg, posenc::strided_view<const T, 3>(x.data(), shape),
+                           posenc::strided_view<T, 3>(y.data(), shape), pos);
   }
   index_t max_pos = 0;
   for (auto p : pos_ids) max_pos = std::max<index_t>(max_pos, p);
@@ -132,7 +132,7 @@ void check_add_matches_table(posenc::sinusoidal_layout layout) {
   std::vector<std::int64_t> ids(static_cast<std::size_t>(n * l));
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 7919) % 5003);
   std::vector<double> table(static_cast<std::size_t>(5004 * d));
-  posenc::sinusoidal_table(posenc::strided_view<double, 2>(table.data(), {5004, d}), cfg);
+  posenc::sinusoidal_table(cfg, posenc::strided_view<double, 2>(table.data(), {5004, d}));
   std::mt19937_64 gen(3);
   std::vector<T> x0(static_cast<std::size_t>(n * l * d));
   for (auto& v : x0) v = static_cast<T>(static_cast<float>(posenc::detail::math::uniform01(gen) * 2.0 - 1.0));
@@ -141,7 +141,7 @@ void check_add_matches_table(posenc::sinusoidal_layout layout) {
                                      posenc::positions::per_token(ids.data(), n, l)};
   for (const auto& pos : forms) {
     std::vector<T> x = x0;
-    posenc::add_sinusoidal(posenc::strided_view<T, 3>(x.data(), {n, l, d}), cfg, pos);
+    posenc::add_sinusoidal(cfg, posenc::strided_view<T, 3>(x.data(), {n, l, d}), pos);
     for (index_t a = 0; a < n; ++a)
       for (index_t b = 0; b < l; ++b)
         for (index_t f = 0; f < d; ++f) {
@@ -164,18 +164,18 @@ TEST(AddSinusoidal, RankTwoEigenAndStrided) {
   const posenc::sinusoidal_config cfg{d};
   Eigen::Tensor<double, 2, Eigen::RowMajor> x(l, d);
   x.setConstant(0.5);
-  posenc::add_sinusoidal(x, cfg, posenc::positions::offset(9));
+  posenc::add_sinusoidal(cfg, x, posenc::positions::offset(9));
   std::vector<double> t(static_cast<std::size_t>(l * d));
-  posenc::sinusoidal_table(posenc::strided_view<double, 2>(t.data(), {l, d}), cfg, 9);
+  posenc::sinusoidal_table(cfg, posenc::strided_view<double, 2>(t.data(), {l, d}), 9);
   for (index_t i = 0; i < l * d; ++i) EXPECT_EQ(x.data()[i], 0.5 + t[static_cast<std::size_t>(i)]);
 
   // Rank 3 Eigen tensor and a strided view: every other token of a (1, 2L, D) buffer.
   Eigen::Tensor<double, 3, Eigen::RowMajor> y(1, l, d);
   y.setConstant(0.5);
-  posenc::add_sinusoidal(y, cfg, posenc::positions::offset(9));
+  posenc::add_sinusoidal(cfg, y, posenc::positions::offset(9));
   for (index_t i = 0; i < l * d; ++i) EXPECT_EQ(y.data()[i], x.data()[i]);
   std::vector<double> buf(static_cast<std::size_t>(2 * l * d), 0.5);
-  posenc::add_sinusoidal(posenc::strided_view<double, 3>(buf.data(), {1, l, d}, {0, 2 * d, 1}), cfg,
+  posenc::add_sinusoidal(cfg, posenc::strided_view<double, 3>(buf.data(), {1, l, d}, {0, 2 * d, 1}),
                          posenc::positions::offset(9));
   for (index_t a = 0; a < l; ++a)
     for (index_t f = 0; f < d; ++f) {
@@ -187,8 +187,8 @@ TEST(AddSinusoidal, RankTwoEigenAndStrided) {
 TEST(SinusoidalTable, DimTwoLayoutsAgree) {
   // D = 2: w_0 = 1 in both conventions (tensor2tensor's guard for concat), so both give [sin p, cos p].
   std::vector<double> a(20), b(20);
-  posenc::sinusoidal_table(posenc::strided_view<double, 2>(a.data(), {10, 2}), {2, 10000.0, posenc::sinusoidal_layout::interleaved});
-  posenc::sinusoidal_table(posenc::strided_view<double, 2>(b.data(), {10, 2}), {2, 10000.0, posenc::sinusoidal_layout::concat});
+  posenc::sinusoidal_table({2, 10000.0, posenc::sinusoidal_layout::interleaved}, posenc::strided_view<double, 2>(a.data(), {10, 2}));
+  posenc::sinusoidal_table({2, 10000.0, posenc::sinusoidal_layout::concat}, posenc::strided_view<double, 2>(b.data(), {10, 2}));
   EXPECT_EQ(a, b);
   // The kernels' vector sin/cos: within 2 ulp of the (long double) value.
   for (int p = 0; p < 10; ++p) {
@@ -217,7 +217,7 @@ TEST(MakePaddedPositions, FairseqAndHuggingFace) {
   // Padding rows get nothing added.
   posenc::sinusoidal_config cfg{4, 10000.0, posenc::sinusoidal_layout::concat, 1};
   std::vector<float> x(32, 0.25f);
-  posenc::add_sinusoidal(posenc::strided_view<float, 3>(x.data(), {2, 4, 4}), cfg, posenc::positions::per_token(pos, 2, 4));
+  posenc::add_sinusoidal(cfg, posenc::strided_view<float, 3>(x.data(), {2, 4, 4}), posenc::positions::per_token(pos, 2, 4));
   for (int t : {0, 1, 5, 6})
     for (int f = 0; f < 4; ++f) EXPECT_EQ(x[static_cast<std::size_t>(4 * t + f)], 0.25f) << "padding token " << t;
   EXPECT_NE(x[8], 0.25f);
@@ -242,35 +242,35 @@ TEST(Sinusoidal, RejectsBadInputWritingNothing) {
     EXPECT_THROW(call(), posenc::argument_error) << what;
     EXPECT_EQ(x, orig) << what;
   };
-  expect_rejected([&] { posenc::add_sinusoidal(v, {7}, p0); }, "odd dim");
-  expect_rejected([&] { posenc::add_sinusoidal(v, {0}, p0); }, "zero dim");
-  expect_rejected([&] { posenc::add_sinusoidal(v, {6}, p0); }, "dim mismatch");
-  expect_rejected([&] { posenc::add_sinusoidal(v, {8, 1.0}, p0); }, "base 1");
-  expect_rejected([&] { posenc::add_sinusoidal(v, {8, std::nan("")}, p0); }, "NaN base");
-  expect_rejected([&] { posenc::add_sinusoidal(v, {8, 10000.0, posenc::sinusoidal_layout::concat, -1}, p0); }, "padding_idx");
-  expect_rejected([&] { posenc::add_sinusoidal(v, {8, 10000.0, static_cast<posenc::sinusoidal_layout>(7)}, p0); }, "layout");
-  expect_rejected([&] { posenc::add_sinusoidal(v, {8}, posenc::positions::offset(-1)); }, "negative offset");
-  expect_rejected([&] { posenc::add_sinusoidal(v, {8}, posenc::positions::offset(std::numeric_limits<index_t>::max())); },
+  expect_rejected([&] { posenc::add_sinusoidal({7}, v, p0); }, "odd dim");
+  expect_rejected([&] { posenc::add_sinusoidal({0}, v, p0); }, "zero dim");
+  expect_rejected([&] { posenc::add_sinusoidal({6}, v, p0); }, "dim mismatch");
+  expect_rejected([&] { posenc::add_sinusoidal({8, 1.0}, v, p0); }, "base 1");
+  expect_rejected([&] { posenc::add_sinusoidal({8, std::nan("")}, v, p0); }, "NaN base");
+  expect_rejected([&] { posenc::add_sinusoidal({8, 10000.0, posenc::sinusoidal_layout::concat, -1}, v, p0); }, "padding_idx");
+  expect_rejected([&] { posenc::add_sinusoidal({8, 10000.0, static_cast<posenc::sinusoidal_layout>(7)}, v, p0); }, "layout");
+  expect_rejected([&] { posenc::add_sinusoidal({8}, v, posenc::positions::offset(-1)); }, "negative offset");
+  expect_rejected([&] { posenc::add_sinusoidal({8}, v, posenc::positions::offset(std::numeric_limits<index_t>::max())); },
                   "offset overflow");
   const std::int64_t seq[] = {0, 1, 2};
-  expect_rejected([&] { posenc::add_sinusoidal(v, {8}, posenc::positions::per_sequence(seq, 3)); }, "per_sequence count");
+  expect_rejected([&] { posenc::add_sinusoidal({8}, v, posenc::positions::per_sequence(seq, 3)); }, "per_sequence count");
   std::int64_t ids[6] = {0, 1, 2, 3, -4, 5};
-  expect_rejected([&] { posenc::add_sinusoidal(v, {8}, posenc::positions::per_token(ids, 2, 3)); }, "negative id");
-  expect_rejected([&] { posenc::add_sinusoidal(posenc::strided_view<float, 3>(x.data(), {2, 3, 8}, {24, 8, -1}), {8}, p0); },
+  expect_rejected([&] { posenc::add_sinusoidal({8}, v, posenc::positions::per_token(ids, 2, 3)); }, "negative id");
+  expect_rejected([&] { posenc::add_sinusoidal({8}, posenc::strided_view<float, 3>(x.data(), {2, 3, 8}, {24, 8, -1}), p0); },
                   "negative stride");
   // Out of place: the output overlaps the input without being it.
   expect_rejected([&] {
-    posenc::add_sinusoidal(posenc::strided_view<const float, 3>(x.data(), {1, 2, 8}),
-                           posenc::strided_view<float, 3>(x.data() + 4, {1, 2, 8}), {8}, p0);
+    posenc::add_sinusoidal({8},
+                           posenc::strided_view<const float, 3>(x.data(), {1, 2, 8}), posenc::strided_view<float, 3>(x.data() + 4, {1, 2, 8}), p0);
   }, "overlap");
   expect_rejected([&] {
-    posenc::add_sinusoidal(posenc::strided_view<const float, 3>(x.data(), {1, 2, 8}),
-                           posenc::strided_view<float, 3>(x.data() + 16, {1, 1, 8}), {8}, p0);
+    posenc::add_sinusoidal({8},
+                           posenc::strided_view<const float, 3>(x.data(), {1, 2, 8}), posenc::strided_view<float, 3>(x.data() + 16, {1, 1, 8}), p0);
   }, "shape mismatch");
   // Tables.
-  expect_rejected([&] { posenc::sinusoidal_table(posenc::strided_view<float, 2>(x.data(), {6, 8}), {8}, -2); }, "table offset");
-  expect_rejected([&] { posenc::sinusoidal_table(posenc::strided_view<float, 2>(x.data(), {6, 8}), {9}); }, "table odd dim");
-  expect_rejected([&] { posenc::sinusoidal_table(posenc::strided_view<float, 2>(x.data(), {6, 8}, {0, 1}), {8}); },
+  expect_rejected([&] { posenc::sinusoidal_table({8}, posenc::strided_view<float, 2>(x.data(), {6, 8}), -2); }, "table offset");
+  expect_rejected([&] { posenc::sinusoidal_table({9}, posenc::strided_view<float, 2>(x.data(), {6, 8})); }, "table odd dim");
+  expect_rejected([&] { posenc::sinusoidal_table({8}, posenc::strided_view<float, 2>(x.data(), {6, 8}, {0, 1})); },
                   "table zero stride output");
   EXPECT_THROW(posenc::sinusoidal_frequencies({3}), posenc::argument_error);
 }
@@ -282,7 +282,7 @@ TEST(SinusoidalEmbedding, BufferAndEvalForward) {
   ASSERT_EQ(pe.table().extent(0), 50);
   ASSERT_EQ(pe.table().extent(1), 16);
   std::vector<float> t(50 * 16);
-  posenc::sinusoidal_table(posenc::strided_view<float, 2>(t.data(), {50, 16}), {16});
+  posenc::sinusoidal_table({16}, posenc::strided_view<float, 2>(t.data(), {50, 16}));
   for (index_t i = 0; i < 50 * 16; ++i) ASSERT_EQ(pe.table().data()[i], t[static_cast<std::size_t>(i)]);
 
   Eigen::Tensor<float, 3, Eigen::RowMajor> x(2, 7, 16);
@@ -406,7 +406,7 @@ TEST(SinusoidalTry, Table) {
   std::vector<float> t(6 * 8, -7.0f);
   const auto t0 = t;
   const posenc::strided_view<float, 2> v(t.data(), {6, 8});
-  static_assert(noexcept(posenc::try_sinusoidal_table(v, posenc::sinusoidal_config{8})), "try_ forms are noexcept");
+  static_assert(noexcept(posenc::try_sinusoidal_table(posenc::sinusoidal_config{8}, v)), "try_ forms are noexcept");
   struct bad_case {
     const char* what;
     posenc::strided_view<float, 2> out;
@@ -422,25 +422,25 @@ TEST(SinusoidalTry, Table) {
       {"offset overflow", v, {8}, std::numeric_limits<index_t>::max() - 2},
   };
   for (const auto& b : bad) {
-    expect_rejection(posenc::try_sinusoidal_table(b.out, b.cfg, b.offset),
-                       thrown_message([&] { posenc::sinusoidal_table(b.out, b.cfg, b.offset); }), b.what);
+    expect_rejection(posenc::try_sinusoidal_table(b.cfg, b.out, b.offset),
+                       thrown_message([&] { posenc::sinusoidal_table(b.cfg, b.out, b.offset); }), b.what);
     EXPECT_TRUE(same_bits(t, t0)) << b.what;
   }
-  EXPECT_EQ(posenc::try_sinusoidal_table(v, {8}, -2).message(), "posenc::sinusoidal_table: positions offset=-2 must be >= 0");
+  EXPECT_EQ(posenc::try_sinusoidal_table({8}, v, -2).message(), "posenc::sinusoidal_table: positions offset=-2 must be >= 0");
   // Accepted: the throwing form's bits, in both layouts, with padding, through an Eigen tensor too.
   for (auto layout : {posenc::sinusoidal_layout::interleaved, posenc::sinusoidal_layout::concat}) {
     const posenc::sinusoidal_config cfg{8, 10000.0, layout, 2};
     std::vector<float> ref(t.size(), -7.0f);
-    posenc::sinusoidal_table(posenc::strided_view<float, 2>(ref.data(), {6, 8}), cfg, 1);
-    expect_ok(posenc::try_sinusoidal_table(v, cfg, 1), "table");
+    posenc::sinusoidal_table(cfg, posenc::strided_view<float, 2>(ref.data(), {6, 8}), 1);
+    expect_ok(posenc::try_sinusoidal_table(cfg, v, 1), "table");
     EXPECT_TRUE(same_bits(t, ref));
     Eigen::Tensor<double, 2, Eigen::RowMajor> e(6, 8), eref(6, 8);
-    posenc::sinusoidal_table(eref, cfg, 100000);
-    expect_ok(posenc::try_sinusoidal_table(e, cfg, 100000), "eigen table");
+    posenc::sinusoidal_table(cfg, eref, 100000);
+    expect_ok(posenc::try_sinusoidal_table(cfg, e, 100000), "eigen table");
     EXPECT_EQ(std::memcmp(e.data(), eref.data(), sizeof(double) * 48), 0);
   }
   std::vector<float> none;
-  expect_ok(posenc::try_sinusoidal_table(posenc::strided_view<float, 2>(none.data(), {0, 8}), {8}), "empty table");
+  expect_ok(posenc::try_sinusoidal_table({8}, posenc::strided_view<float, 2>(none.data(), {0, 8})), "empty table");
 }
 
 TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
@@ -449,7 +449,7 @@ TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
   const auto x0 = x;
   const posenc::strided_view<float, 3> v(x.data(), {2, 3, 8});
   const posenc::positions p0 = posenc::positions::offset(0);
-  static_assert(noexcept(posenc::try_add_sinusoidal(v, posenc::sinusoidal_config{8}, p0)), "try_ forms are noexcept");
+  static_assert(noexcept(posenc::try_add_sinusoidal(posenc::sinusoidal_config{8}, v, p0)), "try_ forms are noexcept");
   std::int64_t ids[6] = {0, 1, 2, 3, -4, 5};
   const std::int64_t seq[] = {0, 1, 2};
   struct bad_case {
@@ -468,12 +468,12 @@ TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
       {"negative id", {8}, posenc::positions::per_token(ids, 2, 3)},
   };
   for (const auto& b : bad) {
-    expect_rejection(posenc::try_add_sinusoidal(v, b.cfg, b.pos), thrown_message([&] { posenc::add_sinusoidal(v, b.cfg, b.pos); }),
+    expect_rejection(posenc::try_add_sinusoidal(b.cfg, v, b.pos), thrown_message([&] { posenc::add_sinusoidal(b.cfg, v, b.pos); }),
                        b.what);
     EXPECT_TRUE(same_bits(x, x0)) << b.what;
   }
-  EXPECT_EQ(posenc::try_add_sinusoidal(v, {7}, p0).message(), "posenc::add_sinusoidal: dim=7 must be even and > 0");
-  EXPECT_EQ(posenc::try_add_sinusoidal(v, {8}, posenc::positions::per_token(ids, 2, 3)).message(),
+  EXPECT_EQ(posenc::try_add_sinusoidal({7}, v, p0).message(), "posenc::add_sinusoidal: dim=7 must be even and > 0");
+  EXPECT_EQ(posenc::try_add_sinusoidal({8}, v, posenc::positions::per_token(ids, 2, 3)).message(),
             "posenc::add_sinusoidal: position[1, 1]=-4 must be >= 0");
 
   // Out of place: the output is checked too, and stays untouched on an error.
@@ -483,14 +483,14 @@ TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
   const posenc::strided_view<float, 3> out(y.data(), {2, 3, 8});
   const posenc::strided_view<float, 3> short_out(y.data(), {2, 2, 8});
   const posenc::strided_view<float, 3> overlap(x.data() + 4, {1, 2, 8});
-  expect_rejection(posenc::try_add_sinusoidal(in, short_out, {8}, p0),
-                     thrown_message([&] { posenc::add_sinusoidal(in, short_out, {8}, p0); }), "shape mismatch");
-  EXPECT_EQ(posenc::try_add_sinusoidal(in, short_out, {8}, p0).message(),
+  expect_rejection(posenc::try_add_sinusoidal({8}, in, short_out, p0),
+                     thrown_message([&] { posenc::add_sinusoidal({8}, in, short_out, p0); }), "shape mismatch");
+  EXPECT_EQ(posenc::try_add_sinusoidal({8}, in, short_out, p0).message(),
             "posenc::add_sinusoidal: out shape (2, 2, 8) does not match in shape (2, 3, 8)");
   const posenc::strided_view<const float, 3> in12(x.data(), {1, 2, 8});
-  expect_rejection(posenc::try_add_sinusoidal(in12, overlap, {8}, p0),
-                     thrown_message([&] { posenc::add_sinusoidal(in12, overlap, {8}, p0); }), "overlap");
-  expect_rejection(posenc::try_add_sinusoidal(in, out, {6}, p0), thrown_message([&] { posenc::add_sinusoidal(in, out, {6}, p0); }),
+  expect_rejection(posenc::try_add_sinusoidal({8}, in12, overlap, p0),
+                     thrown_message([&] { posenc::add_sinusoidal({8}, in12, overlap, p0); }), "overlap");
+  expect_rejection(posenc::try_add_sinusoidal({6}, in, out, p0), thrown_message([&] { posenc::add_sinusoidal({6}, in, out, p0); }),
                      "out of place dim");
   EXPECT_TRUE(same_bits(y, y0));
   EXPECT_TRUE(same_bits(x, x0));
@@ -502,12 +502,12 @@ TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
   for (const auto& pos : {posenc::positions::offset(5), posenc::positions::per_sequence(offs, 2),
                           posenc::positions::per_token(good_ids, 2, 3)}) {
     std::vector<float> a = x0, b = x0;
-    posenc::add_sinusoidal(posenc::strided_view<float, 3>(a.data(), {2, 3, 8}), cfg, pos);
-    expect_ok(posenc::try_add_sinusoidal(posenc::strided_view<float, 3>(b.data(), {2, 3, 8}), cfg, pos), "in place");
+    posenc::add_sinusoidal(cfg, posenc::strided_view<float, 3>(a.data(), {2, 3, 8}), pos);
+    expect_ok(posenc::try_add_sinusoidal(cfg, posenc::strided_view<float, 3>(b.data(), {2, 3, 8}), pos), "in place");
     EXPECT_TRUE(same_bits(a, b));
     std::vector<float> o(x0.size(), -3.0f), oref(x0.size(), -3.0f);
-    posenc::add_sinusoidal(in, posenc::strided_view<float, 3>(oref.data(), {2, 3, 8}), cfg, pos);
-    expect_ok(posenc::try_add_sinusoidal(in, posenc::strided_view<float, 3>(o.data(), {2, 3, 8}), cfg, pos), "out of place");
+    posenc::add_sinusoidal(cfg, in, posenc::strided_view<float, 3>(oref.data(), {2, 3, 8}), pos);
+    expect_ok(posenc::try_add_sinusoidal(cfg, in, posenc::strided_view<float, 3>(o.data(), {2, 3, 8}), pos), "out of place");
     EXPECT_TRUE(same_bits(o, oref));
     EXPECT_TRUE(same_bits(o, a));
   }
@@ -515,8 +515,8 @@ TEST(SinusoidalTry, AddInPlaceAndOutOfPlace) {
   Eigen::Tensor<Eigen::half, 2, Eigen::RowMajor> h(3, 8), href(3, 8);
   h.setConstant(Eigen::half(0.5f));
   href = h;
-  posenc::add_sinusoidal(href, {8}, posenc::positions::offset(40));
-  expect_ok(posenc::try_add_sinusoidal(h, {8}, posenc::positions::offset(40)), "eigen half");
+  posenc::add_sinusoidal({8}, href, posenc::positions::offset(40));
+  expect_ok(posenc::try_add_sinusoidal({8}, h, posenc::positions::offset(40)), "eigen half");
   EXPECT_EQ(std::memcmp(h.data(), href.data(), sizeof(Eigen::half) * 24), 0);
 }
 

@@ -192,11 +192,11 @@ TEST_P(ThreadRanges, AlibiSinusoidalLearnedAndT5) {
   for (int which = 0; which < 2; ++which) {
     auto a = x0, b = x0;
     posenc::strided_view<float, 3> va(a.data(), {N, L, DM}), vb(b.data(), {N, L, DM});
-    if (which == 0) posenc::add_sinusoidal(va, sc, tpos);
+    if (which == 0) posenc::add_sinusoidal(sc, va, tpos);
     else emb.forward(va, tpos);
     in_parallel(3, [&](int p) {
       const auto [l0, l1] = piece(L, p, 3);
-      if (which == 0) posenc::add_sinusoidal(vb.slice(1, l0, l1 - l0), sc, tpos.slice(0, N, l0, l1 - l0));
+      if (which == 0) posenc::add_sinusoidal(sc, vb.slice(1, l0, l1 - l0), tpos.slice(0, N, l0, l1 - l0));
       else emb.forward(vb.slice(1, l0, l1 - l0), tpos.slice(0, N, l0, l1 - l0));
     });
     EXPECT_TRUE(same_bytes(a, b)) << (which == 0 ? "sinusoidal" : "learned");
@@ -251,7 +251,7 @@ TEST(SharedObjects, ConcurrentCallsEqualSerialCalls) {
     posenc::apply_xpos(xp, posenc::strided_view<float, 4>(w.x.data(), {N, L, H, D}), pos, 100 * t, posenc::xpos_mode::upscale);
     posenc::add_alibi_bias(ac, posenc::strided_view<float, 4>(w.scores.data(), {N, H, L, LK}), posenc::positions::offset(LK - L),
                            posenc::alibi_mask::causal);
-    posenc::add_sinusoidal(posenc::strided_view<float, 3>(w.h.data(), {N, L, DM}), sc, pos);
+    posenc::add_sinusoidal(sc, posenc::strided_view<float, 3>(w.h.data(), {N, L, DM}), pos);
     emb.forward(posenc::strided_view<float, 3>(w.e.data(), {N, L, DM}), pos);
   };
   const auto fresh = [&](int t) {

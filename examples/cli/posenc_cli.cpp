@@ -360,7 +360,7 @@ void run_alibi(const table_args& a) {
   cfg.max_bias = a.max_bias;
   cfg.form = a.symmetric ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
   std::vector<float> b(static_cast<std::size_t>(a.heads * a.query_len * a.key_len));
-  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(b.data(), {a.heads, a.query_len, a.key_len}), a.query_offset);
+  posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(b.data(), {a.heads, a.query_len, a.key_len}), posenc::positions::offset(a.query_offset));
   posenc::write_npy(a.output, "<f4", {a.heads, a.query_len, a.key_len}, b.data());
 }
 
@@ -386,7 +386,7 @@ void run_sinusoidal(const table_args& a) {
   cfg.base = a.base;
   cfg.layout = enum_of<posenc::sinusoidal_layout>(a.layout);
   std::vector<float> t(static_cast<std::size_t>(a.length * a.dim));
-  posenc::sinusoidal_table(posenc::strided_view<float, 2>(t.data(), {a.length, a.dim}), cfg, a.offset);
+  posenc::sinusoidal_table(cfg, posenc::strided_view<float, 2>(t.data(), {a.length, a.dim}), a.offset);
   posenc::write_npy(a.output, "<f4", {a.length, a.dim}, t.data());
 }
 

@@ -125,11 +125,13 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
   detail::throw_if_error(try_alibi_slopes(cfg, out));
 }
 
-/// Writes the ALiBi bias tensor of the shard's heads for Lq queries at positions query_offset + i and Lk keys
-/// at positions j (a KV cache of Lk entries with the new queries at its end: query_offset = Lk - Lq):
-///   linear:    out[h, i, j] = slope_h * (j - (i + query_offset))
-///   symmetric: out[h, i, j] = -slope_h * |j - (i + query_offset)|
-///   mask causal: out[h, i, j] = -infinity where j > i + query_offset.
+/// Writes the ALiBi bias tensor of the shard's heads for Lq queries at positions q(i) = query_pos.at(0, i) and
+/// Lk keys at positions j. The bias has no batch dimension, so query_pos describes one sequence: an offset
+/// (positions::offset(P): q(i) = P + i; a KV cache of Lk entries with the new queries at its end: P = Lk - Lq),
+/// or one id per query (per_token with batch 1), as add_alibi_bias takes them:
+///   linear:    out[h, i, j] = slope_h * (j - q(i))
+///   symmetric: out[h, i, j] = -slope_h * |j - q(i)|
+///   mask causal: out[h, i, j] = -infinity where j > q(i).
 /// The distance is formed in int64 and multiplied by the double slope; one rounding to T. Source: Press et
 /// al. 2022 (ALiBi). llama.cpp's KQ mask holds -|q - j| for ALiBi models and ggml_soft_max_ext scales it by
 /// the slope: the same values (the symmetric form where attention is not causal). BLOOM / HF
@@ -137,15 +139,16 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
 /// ignores; posenc keeps the relative form, so a bias row does not depend on the cache length.
 /// `out`: strided_view<T, 3> or a rank-3 Eigen tensor [alibi_local_heads(cfg), Lq, Lk], any strides.
 /// Throws argument_error, writing nothing, on a bad configuration, a head extent other than the local head
-/// count, a negative query_offset (or one where query_offset + Lq - 1 overflows) or a bad mask.
+/// count, query positions that are negative, overflow or do not describe one sequence of Lq queries, or a bad
+/// mask.
 ///
 /// **Example**
 /// ```
 /// Eigen::Tensor<float, 3, Eigen::RowMajor> bias(6, 1, 18);            // one decode step after 17 tokens
-/// posenc::alibi_bias({6}, bias, 17);
+/// posenc::alibi_bias({6}, bias, posenc::positions::offset(17));
 /// ```
 template <class X, class Dispatch = detail::default_dispatch>
-status try_alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0,
+status try_alibi_bias(const alibi_config& cfg, X&& out, const positions& query_pos = positions::offset(0),
                       alibi_mask mask = alibi_mask::none) noexcept {
   constexpr const char* fn = "alibi_bias";
   const auto v = as_view(std::forward<X>(out));
@@ -155,7 +158,7 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
   POSENC_TRY(detail::check_view(fn, "out", v, true));
   const auto v4 = detail::as_scores_view(v);
-  const positions pos = positions::offset(query_offset);
+  const positions& pos = query_pos;
   bool work = false;
   POSENC_TRY(detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos, work));
   if (!work) return {};
@@ -166,8 +169,9 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0
   return {};
 }
 template <class X, class Dispatch = detail::default_dispatch>
-void alibi_bias(const alibi_config& cfg, X&& out, index_t query_offset = 0, alibi_mask mask = alibi_mask::none) {
-  detail::throw_if_error(try_alibi_bias<X&, Dispatch>(cfg, out, query_offset, mask));
+void alibi_bias(const alibi_config& cfg, X&& out, const positions& query_pos = positions::offset(0),
+                alibi_mask mask = alibi_mask::none) {
+  detail::throw_if_error(try_alibi_bias<X&, Dispatch>(cfg, out, query_pos, mask));
 }
 
 /// Adds the ALiBi bias to attention scores in place, before the softmax:

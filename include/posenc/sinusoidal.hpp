@@ -95,11 +95,11 @@ inline std::vector<double> sinusoidal_frequencies(const sinusoidal_config& cfg) 
 /// **Example**
 /// ```
 /// Eigen::Tensor<float, 2, Eigen::RowMajor> pe(1024, 512);
-/// posenc::sinusoidal_table(pe, {512});  // the buffer of the seed's PositionalEncoding(512, 1024)
-/// if (posenc::status s = posenc::try_sinusoidal_table(pe, {512}); !s) log_error(s.message());
+/// posenc::sinusoidal_table({512}, pe);  // the buffer of the seed's PositionalEncoding(512, 1024)
+/// if (posenc::status s = posenc::try_sinusoidal_table({512}, pe); !s) log_error(s.message());
 /// ```
 template <class Out, class Dispatch = detail::default_dispatch>
-status try_sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t offset = 0) noexcept {
+status try_sinusoidal_table(const sinusoidal_config& cfg, Out&& out, index_t offset = 0) noexcept {
   constexpr const char* fn = "sinusoidal_table";
   auto vo = as_view(out);
   using V = decltype(vo);
@@ -121,8 +121,8 @@ status try_sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t off
   return {};
 }
 template <class Out, class Dispatch = detail::default_dispatch>
-void sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t offset = 0) {
-  detail::throw_if_error(try_sinusoidal_table<Out&, Dispatch>(out, cfg, offset));
+void sinusoidal_table(const sinusoidal_config& cfg, Out&& out, index_t offset = 0) {
+  detail::throw_if_error(try_sinusoidal_table<Out&, Dispatch>(cfg, out, offset));
 }
 
 /// Adds the sinusoidal encoding in place: x[n, l, :] += T[p(n, l), :] with T the table of sinusoidal_table
@@ -140,24 +140,24 @@ void sinusoidal_table(Out&& out, const sinusoidal_config& cfg, index_t offset = 
 /// posenc::add_sinusoidal(x, {512}, posenc::positions::offset(0));
 /// ```
 template <class X, class Dispatch = detail::default_dispatch>
-status try_add_sinusoidal(X&& x, const sinusoidal_config& cfg, const positions& pos) noexcept {
+status try_add_sinusoidal(const sinusoidal_config& cfg, X&& x, const positions& pos) noexcept {
   const auto t = detail::make_add_target(x, x);
   return detail::add_sinusoidal_entry<Dispatch>("add_sinusoidal", cfg, pos, t, "x", "x");
 }
 template <class X, class Dispatch = detail::default_dispatch>
-void add_sinusoidal(X&& x, const sinusoidal_config& cfg, const positions& pos) {
-  detail::throw_if_error(try_add_sinusoidal<X&, Dispatch>(x, cfg, pos));
+void add_sinusoidal(const sinusoidal_config& cfg, X&& x, const positions& pos) {
+  detail::throw_if_error(try_add_sinusoidal<X&, Dispatch>(cfg, x, pos));
 }
 
 /// Out of place: out = in + T[p]. `out` must not overlap `in` (pass one tensor twice for in place).
 template <class X, class Y, class Dispatch = detail::default_dispatch>
-status try_add_sinusoidal(X&& in, Y&& out, const sinusoidal_config& cfg, const positions& pos) noexcept {
+status try_add_sinusoidal(const sinusoidal_config& cfg, X&& in, Y&& out, const positions& pos) noexcept {
   const auto t = detail::make_add_target(in, out);
   return detail::add_sinusoidal_entry<Dispatch>("add_sinusoidal", cfg, pos, t, "in", "out");
 }
 template <class X, class Y, class Dispatch = detail::default_dispatch>
-void add_sinusoidal(X&& in, Y&& out, const sinusoidal_config& cfg, const positions& pos) {
-  detail::throw_if_error(try_add_sinusoidal<X&, Y&, Dispatch>(in, out, cfg, pos));
+void add_sinusoidal(const sinusoidal_config& cfg, X&& in, Y&& out, const positions& pos) {
+  detail::throw_if_error(try_add_sinusoidal<X&, Y&, Dispatch>(cfg, in, out, pos));
 }
 
 namespace detail {
@@ -329,7 +329,7 @@ class sinusoidal_embedding {
       cfg_ = cfg;
       max_len_ = max_len;
       dropout_ = dropout;
-      if (max_len > 0) return try_sinusoidal_table(strided_view<C, 2>(table_.data(), {max_len, cfg.dim}), cfg);
+      if (max_len > 0) return try_sinusoidal_table(cfg, strided_view<C, 2>(table_.data(), {max_len, cfg.dim}));
       return {};
     });
   }

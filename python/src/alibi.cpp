@@ -40,7 +40,7 @@ void alibi_bias(const rw_array& out, index_t num_heads, double max_bias, index_t
   run([&] {
     return visit(float_dtype(a.dtype, fn, "out"), [&](auto tag) {
       using T = decltype(tag);
-      return posenc::try_alibi_bias(cfg, view_of<T, 3>(a), query_offset, mask);
+      return posenc::try_alibi_bias(cfg, view_of<T, 3>(a), posenc::positions::offset(query_offset), mask);
     });
   });
 }

@@ -25,7 +25,7 @@ void sinusoidal_table(const rw_array& out, index_t dim, double base, const std::
   run([&] {
     return visit(float_dtype(a.dtype, fn, "out"), [&](auto tag) {
       using T = decltype(tag);
-      return posenc::try_sinusoidal_table(view_of<T, 2>(a), cfg, offset);
+      return posenc::try_sinusoidal_table(cfg, view_of<T, 2>(a), offset);
     });
   });
 }
@@ -46,11 +46,11 @@ void add_sinusoidal(const ro_array& x, const rw_array& out, index_t dim, double 
     return visit(tx, [&](auto tag) {
       using T = decltype(tag);
       if (ax.data == ao.data && ax.ext == ao.ext && ax.str == ao.str) {  // out=x: in place, messages name x
-        if (ax.ndim == 3) return posenc::try_add_sinusoidal(view_of<T, 3>(ao), cfg, pos);
-        return posenc::try_add_sinusoidal(view_of<T, 2>(ao), cfg, pos);
+        if (ax.ndim == 3) return posenc::try_add_sinusoidal(cfg, view_of<T, 3>(ao), pos);
+        return posenc::try_add_sinusoidal(cfg, view_of<T, 2>(ao), pos);
       }
-      if (ax.ndim == 3) return posenc::try_add_sinusoidal(view_of<const T, 3>(ax), view_of<T, 3>(ao), cfg, pos);
-      return posenc::try_add_sinusoidal(view_of<const T, 2>(ax), view_of<T, 2>(ao), cfg, pos);
+      if (ax.ndim == 3) return posenc::try_add_sinusoidal(cfg, view_of<const T, 3>(ax), view_of<T, 3>(ao), pos);
+      return posenc::try_add_sinusoidal(cfg, view_of<const T, 2>(ax), view_of<T, 2>(ao), pos);
     });
   });
 }

@@ -117,7 +117,7 @@ TEST(CudaHostChecks, RejectAsTheCpuApiWithoutADevice) {
                         posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(cpu_out.data(), {9, 2, 3})));
   cfg.head_end = 8;
   expect_same_rejection(posenc_cuda_test::alibi_bias_on_host(cfg, gpu_out.data(), {8, 2, 3}, -1),  // negative offset
-                        posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(cpu_out.data(), {8, 2, 3}), -1));
+                        posenc::try_alibi_bias(cfg, posenc::strided_view<float, 3>(cpu_out.data(), {8, 2, 3}), posenc::positions::offset(-1)));
   for (float v : gpu_out) ASSERT_EQ(v, -1.0f);
 
   posenc::sinusoidal_config sc;
@@ -125,12 +125,12 @@ TEST(CudaHostChecks, RejectAsTheCpuApiWithoutADevice) {
   std::vector<float> x(2 * 3 * 8, 0.5f), cx = x;
   const std::int64_t offsets[] = {0, 4};
   expect_same_rejection(posenc_cuda_test::add_sinusoidal_on_host(sc, x.data(), {2, 3, 7}, posenc::positions::offset(0)),
-                        posenc::try_add_sinusoidal(posenc::strided_view<float, 3>(cx.data(), {2, 3, 7}), sc,
+                        posenc::try_add_sinusoidal(sc, posenc::strided_view<float, 3>(cx.data(), {2, 3, 7}),
                                                    posenc::positions::offset(0)));
   sc.dim = 8;
   const auto bad_count = posenc::positions::per_sequence(offsets, 1);  // count 1 for N = 2
   expect_same_rejection(posenc_cuda_test::add_sinusoidal_on_host(sc, x.data(), {2, 3, 8}, bad_count),
-                        posenc::try_add_sinusoidal(posenc::strided_view<float, 3>(cx.data(), {2, 3, 8}), sc, bad_count));
+                        posenc::try_add_sinusoidal(sc, posenc::strided_view<float, 3>(cx.data(), {2, 3, 8}), bad_count));
   for (float v : x) ASSERT_EQ(v, 0.5f);
 }
 

@@ -118,7 +118,7 @@ posenc::status run_alibi_typed(const posenc::alibi_config& cfg, index_t heads, i
     POSENC_TRY(posenc::cuda::try_add_alibi_bias(cfg, posenc::strided_view<T, 4>(p, {1, heads, lq, lk}),
                                                 posenc::positions::offset(query_offset)));
   } else {
-    POSENC_TRY(posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<T, 3>(p, {heads, lq, lk}), query_offset));
+    POSENC_TRY(posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<T, 3>(p, {heads, lq, lk}), posenc::positions::offset(query_offset)));
   }
   return download(inout, s, bytes);
 }
@@ -143,7 +143,7 @@ posenc::status run_sinusoidal_typed(const posenc::sinusoidal_config& cfg, const 
   dev dx, dy, dpos;
   POSENC_TRY(alloc(dy, bytes + 1));
   if (x == nullptr) {
-    POSENC_TRY(posenc::cuda::try_sinusoidal_table(posenc::strided_view<T, 2>(static_cast<T*>(dy.p), {s[1], s[2]}), cfg, offset));
+    POSENC_TRY(posenc::cuda::try_sinusoidal_table(cfg, posenc::strided_view<T, 2>(static_cast<T*>(dy.p), {s[1], s[2]}), offset));
   } else {
     const std::size_t pbytes = static_cast<std::size_t>(s[0] * s[1]) * sizeof(std::int64_t);
     POSENC_TRY(upload(dpos, ids, pbytes));
@@ -151,10 +151,10 @@ posenc::status run_sinusoidal_typed(const posenc::sinusoidal_config& cfg, const 
     const auto pos = posenc::positions::per_token(static_cast<const std::int64_t*>(dpos.p), s[0], s[1]);
     const posenc::strided_view<T, 3> vy(static_cast<T*>(dy.p), s);
     if (in_place) {
-      POSENC_TRY(posenc::cuda::try_add_sinusoidal(posenc::strided_view<const T, 3>(vy), vy, cfg, pos));
+      POSENC_TRY(posenc::cuda::try_add_sinusoidal(cfg, posenc::strided_view<const T, 3>(vy), vy, pos));
     } else {
       POSENC_TRY(upload(dx, x, bytes));
-      POSENC_TRY(posenc::cuda::try_add_sinusoidal(posenc::strided_view<const T, 3>(static_cast<const T*>(dx.p), s), vy, cfg, pos));
+      POSENC_TRY(posenc::cuda::try_add_sinusoidal(cfg, posenc::strided_view<const T, 3>(static_cast<const T*>(dx.p), s), vy, pos));
     }
   }
   return download(out, dy, bytes);
@@ -336,13 +336,13 @@ posenc::status run_learned(const posenc::learned_config& cfg, const double* tabl
 
 posenc::status alibi_bias_on_host(const posenc::alibi_config& cfg, float* out, const std::array<index_t, 3>& shape,
                                   index_t query_offset) {
-  return posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<float, 3>(out, shape), query_offset);
+  return posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<float, 3>(out, shape), posenc::positions::offset(query_offset));
 }
 
 posenc::status add_sinusoidal_on_host(const posenc::sinusoidal_config& cfg, float* x, const std::array<index_t, 3>& shape,
                                       const posenc::positions& pos) {
   const posenc::strided_view<float, 3> v(x, shape);
-  return posenc::cuda::try_add_sinusoidal(posenc::strided_view<const float, 3>(v), v, cfg, pos);
+  return posenc::cuda::try_add_sinusoidal(cfg, posenc::strided_view<const float, 3>(v), v, pos);
 }
 
 bool device_available(std::string& why) {

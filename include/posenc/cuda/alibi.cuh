@@ -45,12 +45,12 @@ status alibi_launch(const char* fn, const strided_view<T, 4>& v, const Slopes& s
 
 }  // namespace detail
 
-/// Writes the bias [H_local, Lq, Lk] (device memory) of the shard's heads for queries at query_offset + i:
-/// slope_h * (j - (i + query_offset)), -slope_h * |...| in the symmetric form, -infinity after the query under
+/// Writes the bias [H_local, Lq, Lk] (device memory) of the shard's heads for queries at q(i) = query_pos.at(0, i):
+/// slope_h * (j - q(i)), -slope_h * |...| in the symmetric form, -infinity after the query under
 /// a causal mask; formed in double, rounded once. As posenc::alibi_bias; returns invalid_argument (nothing
 /// launched) or device_error.
 template <class T>
-status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, index_t query_offset = 0,
+status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, const positions& query_pos = positions::offset(0),
                       alibi_mask mask = alibi_mask::none, cudaStream_t stream = nullptr) noexcept {
   constexpr const char* fn = "cuda::alibi_bias";
   std::array<index_t, 2> r{};
@@ -58,7 +58,7 @@ status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, index_t q
   POSENC_TRY(posenc::detail::check_alibi_mask(fn, mask));
   POSENC_TRY(posenc::detail::check_view(fn, "out", out, true));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(out);
-  const positions pos = positions::offset(query_offset);
+  const positions& pos = query_pos;
   bool work = false;
   POSENC_TRY(posenc::detail::check_alibi_scores(fn, "out", v, r[1] - r[0], pos, work));
   if (!work) return {};
@@ -121,9 +121,9 @@ status try_add_alibi_bias(strided_view<const S, RS> slopes, strided_view<T, R> s
 
 /// try_alibi_bias, throwing argument_error or device_error.
 template <class T>
-void alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, index_t query_offset = 0,
+void alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, const positions& query_pos = positions::offset(0),
                 alibi_mask mask = alibi_mask::none, cudaStream_t stream = nullptr) {
-  posenc::detail::throw_if_error(try_alibi_bias(cfg, out, query_offset, mask, stream));
+  posenc::detail::throw_if_error(try_alibi_bias(cfg, out, query_pos, mask, stream));
 }
 /// try_add_alibi_bias (configuration), throwing.
 template <class T, std::size_t R>

@@ -44,7 +44,7 @@ status sinusoid_launch(const char* fn, const sinusoidal_config& cfg, const posit
 /// Writes rows offset .. offset+L-1 of the sinusoidal table into `out` [L, D] in device memory (as
 /// posenc::sinusoidal_table). Returns invalid_argument (nothing launched) or device_error.
 template <class T>
-status try_sinusoidal_table(strided_view<T, 2> out, const sinusoidal_config& cfg, index_t offset = 0,
+status try_sinusoidal_table(const sinusoidal_config& cfg, strided_view<T, 2> out, index_t offset = 0,
                             cudaStream_t stream = nullptr) noexcept {
   constexpr const char* fn = "cuda::sinusoidal_table";
   POSENC_TRY(posenc::detail::check_sinusoidal_config(fn, cfg));
@@ -64,7 +64,7 @@ status try_sinusoidal_table(strided_view<T, 2> out, const sinusoidal_config& cfg
 /// they must not overlap), positions in any form (arrays in device memory: checked for shape and pointers).
 /// As posenc::add_sinusoidal.
 template <class T>
-status try_add_sinusoidal(strided_view<const T, 3> in, strided_view<T, 3> out, const sinusoidal_config& cfg,
+status try_add_sinusoidal(const sinusoidal_config& cfg, strided_view<const T, 3> in, strided_view<T, 3> out,
                           const positions& pos, cudaStream_t stream = nullptr) noexcept {
   constexpr const char* fn = "cuda::add_sinusoidal";
   const posenc::detail::add_target<T> t{in, out};
@@ -79,15 +79,15 @@ status try_add_sinusoidal(strided_view<const T, 3> in, strided_view<T, 3> out, c
 
 /// try_sinusoidal_table, throwing argument_error or device_error.
 template <class T>
-void sinusoidal_table(strided_view<T, 2> out, const sinusoidal_config& cfg, index_t offset = 0,
+void sinusoidal_table(const sinusoidal_config& cfg, strided_view<T, 2> out, index_t offset = 0,
                       cudaStream_t stream = nullptr) {
-  posenc::detail::throw_if_error(try_sinusoidal_table(out, cfg, offset, stream));
+  posenc::detail::throw_if_error(try_sinusoidal_table(cfg, out, offset, stream));
 }
 /// try_add_sinusoidal, throwing.
 template <class T>
-void add_sinusoidal(strided_view<const T, 3> in, strided_view<T, 3> out, const sinusoidal_config& cfg,
+void add_sinusoidal(const sinusoidal_config& cfg, strided_view<const T, 3> in, strided_view<T, 3> out,
                     const positions& pos, cudaStream_t stream = nullptr) {
-  posenc::detail::throw_if_error(try_add_sinusoidal(in, out, cfg, pos, stream));
+  posenc::detail::throw_if_error(try_add_sinusoidal(cfg, in, out, pos, stream));
 }
 
 }  // namespace cuda

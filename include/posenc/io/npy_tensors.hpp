@@ -207,7 +207,7 @@ Eigen::Tensor<S, R, Eigen::RowMajor> read_npy_tensor(const std::string& path) {
 /// **Example**
 /// ```
 /// Eigen::Tensor<float, 2, Eigen::RowMajor> pe(1024, 512);
-/// posenc::sinusoidal_table(pe, {512});
+/// posenc::sinusoidal_table({512}, pe);
 /// if (posenc::status s = posenc::try_write_npy("pe.npy", pe); !s) return s;
 /// ```
 template <class S, int R, class Index>

@@ -23,6 +23,6 @@ std::vector<float> WORK_NAME() {
   posenc::alibi_config ac;
   ac.num_heads = h;
   posenc::add_alibi_bias(ac, posenc::strided_view<float, 4>(x.data(), {1, h, l, d}), posenc::positions::offset(60));
-  posenc::add_sinusoidal(posenc::strided_view<float, 2>(x.data(), {l * h, d}), {d}, posenc::positions::offset(9));
+  posenc::add_sinusoidal({d}, posenc::strided_view<float, 2>(x.data(), {l * h, d}), posenc::positions::offset(9));
   return x;
 }
