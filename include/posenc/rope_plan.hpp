@@ -448,7 +448,7 @@ inline status try_make_rope_plan(const rope_config& cfg, index_t seq_len, rope_p
 /// ```
 inline status try_replan_rope(const rope_config& cfg, index_t seq_len, rope_plan& plan, bool& changed) noexcept {
   bool moved = false;
-  const status st = detail::make_rope_plan_into(cfg, seq_len, plan, &moved);
+  status st = detail::make_rope_plan_into(cfg, seq_len, plan, &moved);
   changed = st.ok() && moved;
   return st;
 }
