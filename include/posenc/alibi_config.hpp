@@ -26,8 +26,10 @@ enum class alibi_form {
   linear,     ///< slope * d: the paper's decoder form (BLOOM, MPT, Falcon-RW, ggml); d <= 0 under a causal mask
   symmetric,  ///< -slope * |d|: bidirectional encoders (e.g. the symmetric ALiBi of MosaicBERT)
 };
+/// The spellings of alibi_form (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<alibi_form> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<alibi_form> list[] = {{alibi_form::linear, "linear"}, {alibi_form::symmetric, "symmetric"}};
 };
 
@@ -36,8 +38,10 @@ enum class alibi_mask {
   none,    ///< the bias only
   causal,  ///< the score is set to -infinity (overwritten, not added): a fused causal mask
 };
+/// The spellings of alibi_mask (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<alibi_mask> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<alibi_mask> list[] = {{alibi_mask::none, "none"}, {alibi_mask::causal, "causal"}};
 };
 

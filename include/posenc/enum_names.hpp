@@ -18,8 +18,8 @@ POSENC_BEGIN_NAMESPACE
 /// later entries are accepted aliases (e.g. Hugging Face's "dynamic" for rope_scaling_type::dynamic_ntk).
 template <class E>
 struct enum_name {
-  E value;
-  const char* name;
+  E value;           ///< the enum value
+  const char* name;  ///< one of its spellings
 };
 
 /// Specialised beside each public enum with `static constexpr enum_name<E> list[]`.

@@ -27,8 +27,10 @@ enum class mrope_layout {
   chunked,      ///< Qwen2-VL: pair i takes t for i < T, h for T <= i < T+H, w after
   interleaved,  ///< Qwen3-VL: h if i % 3 == 1 and i < 3H, w if i % 3 == 2 and i < 3W, else t
 };
+/// The spellings of mrope_layout (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<mrope_layout> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<mrope_layout> list[] = {{mrope_layout::chunked, "chunked"},
                                                       {mrope_layout::interleaved, "interleaved"}};
 };

@@ -34,8 +34,10 @@ enum class rope_yarn_variant {
   deepseek,  ///< rope_scaling_type::deepseek_yarn (DeepSeek-V2/V3: magnitude ratio plus a softmax logit scale);
              ///< mscale defaults to 1, mscale_all_dim to 0, as DeepSeek's reference
 };
+/// The spellings of rope_yarn_variant (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<rope_yarn_variant> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<rope_yarn_variant> list[] = {{rope_yarn_variant::yarn, "yarn"},
                                                            {rope_yarn_variant::deepseek, "deepseek"}};
 };

@@ -33,9 +33,10 @@ enum class rope_scaling_type {
   llama3,         ///< Llama 3.1 wavelength bands
   longrope,       ///< LongRoPE / Phi-3 per-pair short and long factors
 };
+/// The spellings of rope_scaling_type (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<rope_scaling_type> {
-  // Hugging Face's rope_type names ("default", "dynamic") are accepted as aliases.
+  /// Canonical name first per value, then accepted aliases (Hugging Face's rope_type names "default", "dynamic").
   static constexpr enum_name<rope_scaling_type> list[] = {
       {rope_scaling_type::none, "none"},         {rope_scaling_type::linear, "linear"},
       {rope_scaling_type::ntk, "ntk"},           {rope_scaling_type::dynamic_ntk, "dynamic_ntk"},
@@ -49,8 +50,10 @@ enum class dynamic_ntk_policy {
   per_length,    ///< Hugging Face: from the current length n (n = max position + 1); unchanged while n <= M
   fixed_at_max,  ///< vLLM: once, at n = M * factor, for every length
 };
+/// The spellings of dynamic_ntk_policy (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<dynamic_ntk_policy> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<dynamic_ntk_policy> list[] = {{dynamic_ntk_policy::per_length, "per_length"},
                                                             {dynamic_ntk_policy::fixed_at_max, "fixed_at_max"}};
 };
@@ -62,8 +65,10 @@ enum class longrope_policy {
   always_short,
   always_long,
 };
+/// The spellings of longrope_policy (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<longrope_policy> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<longrope_policy> list[] = {
       {longrope_policy::per_length, "per_length"}, {longrope_policy::past_original, "past_original"},
       {longrope_policy::always_short, "always_short"}, {longrope_policy::always_long, "always_long"}};

@@ -21,8 +21,10 @@ enum class sinusoidal_layout {
   interleaved,  ///< T[p, 2i] = sin(p w_i), T[p, 2i+1] = cos(p w_i), w_i = base^(-2i/D) (Vaswani et al. 2017)
   concat,       ///< T[p, i] = sin(p w_i), T[p, D/2 + i] = cos(p w_i), w_i = base^(-i/(D/2-1)) (tensor2tensor, fairseq)
 };
+/// The spellings of sinusoidal_layout (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<sinusoidal_layout> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<sinusoidal_layout> list[] = {{sinusoidal_layout::interleaved, "interleaved"},
                                                            {sinusoidal_layout::concat, "concat"}};
 };

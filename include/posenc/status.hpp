@@ -26,8 +26,10 @@ enum class errc : int {
   out_of_memory,     ///< an allocation a build function needed failed (std::bad_alloc when thrown)
   device_error,      ///< a CUDA runtime call or kernel launch failed (posenc/cuda/; device_error when thrown)
 };
+/// The spellings of errc (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<errc> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<errc> list[] = {{errc::ok, "ok"},
                                              {errc::invalid_argument, "invalid_argument"},
                                              {errc::invalid_file, "invalid_file"},

@@ -24,8 +24,10 @@ enum class storage_format {
   f16,   ///< IEEE binary16, 2 bytes
   bf16,  ///< bfloat16 (the high half of a binary32), 2 bytes
 };
+/// The spellings of storage_format (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<storage_format> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<storage_format> list[] = {{storage_format::none, "none"}, {storage_format::f32, "f32"},
                                                         {storage_format::f64, "f64"}, {storage_format::f16, "f16"},
                                                         {storage_format::bf16, "bf16"}};

@@ -151,8 +151,10 @@ enum class layout {
   nld,   ///< (batch, sequence, dim): one head (torchscale's xPos input)
   ld,    ///< (sequence, dim)
 };
+/// The spellings of layout (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<layout> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<layout> list[] = {
       {layout::nlhd, "NLHD"}, {layout::nhld, "NHLD"}, {layout::lhd, "LHD"}, {layout::nld, "NLD"}, {layout::ld, "LD"}};
 };

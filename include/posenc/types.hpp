@@ -20,8 +20,10 @@ enum class rope_style {
   interleaved,  ///< (x[2i], x[2i+1]): RoFormer, GPT-J, MLX/tiny-llm "traditional", ggml mode 0
   half_split,   ///< (x[i], x[i + R/2]): GPT-NeoX, Llama, Qwen2 (HF rotate_half), ggml NEOX mode
 };
+/// The spellings of rope_style (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<rope_style> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<rope_style> list[] = {{rope_style::interleaved, "interleaved"},
                                                     {rope_style::half_split, "half_split"}};
 };
@@ -45,8 +47,10 @@ constexpr const char* isa_name(isa i) noexcept {
   }
   return "scalar";
 }
+/// The spellings of isa (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<isa> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<isa> list[] = {
       {isa::scalar, "scalar"}, {isa::avx2, "avx2"}, {isa::avx512, "avx512"}, {isa::neon, "neon"}};
 };

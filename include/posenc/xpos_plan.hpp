@@ -31,8 +31,10 @@ struct xpos_config {
 
 /// Queries are scaled up by zeta^((p-C)/scale_base), keys down (torchscale `downscale=True`).
 enum class xpos_mode { upscale, downscale };
+/// The spellings of xpos_mode (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<xpos_mode> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<xpos_mode> list[] = {{xpos_mode::upscale, "upscale"}, {xpos_mode::downscale, "downscale"}};
 };
 

@@ -22,8 +22,10 @@ enum class hf_yarn_variant {
   yarn,      ///< always rope_scaling_type::yarn (Hugging Face `_compute_yarn_parameters`)
   deepseek,  ///< always rope_scaling_type::deepseek_yarn (magnitude ratio plus the softmax logit scale)
 };
+/// The spellings of hf_yarn_variant (posenc/enum_names.hpp: to_string, parse).
 template <>
 struct enum_names<hf_yarn_variant> {
+  /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<hf_yarn_variant> list[] = {
       {hf_yarn_variant::by_model, "by_model"}, {hf_yarn_variant::yarn, "yarn"}, {hf_yarn_variant::deepseek, "deepseek"}};
 };
