@@ -36,11 +36,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   posenc::gguf_rope_info info;
   const posenc::status r = posenc::try_parse_gguf_rope(data, size, info);
   if (r.ok()) {
-    // The mapping validated the config: its plan must build.
+    // The mapping validated the config: its plan must build. Length 1, the length the mapping validated at: a
+    // length-dependent scaling (dynamic NTK, LongRoPE) has no plan without one (make_rope_plan rejects 0).
     posenc::rope_plan plan;
 #if POSENC_HAS_EXCEPTIONS
     try {
-      posenc::make_rope_plan(info.config, 0, plan);
+      posenc::make_rope_plan(info.config, 1, plan);
     } catch (...) {
       std::abort();
     }
