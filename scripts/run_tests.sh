@@ -10,7 +10,7 @@
 # Usage: bash scripts/run_tests.sh [build-dir-prefix]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh clang libclang-rt-14-dev libsimde-dev libbenchmark-dev
+bash scripts/install_deps.sh clang libclang-rt-14-dev libsimde-dev libbenchmark-dev qemu-user
 prefix=${1:-build/tests}
 # allocator_may_return_null: the tests ask for impossible sizes on purpose and expect out_of_memory statuses,
 # which ASan's allocator would otherwise turn into a report. Every sanitizer finding fails the test.
@@ -35,16 +35,17 @@ for cxx in clang++ g++; do
   # against 74 s), which put CI past 45 minutes; clang's job keeps -O3, so optimised code is tested too.
   # Once per CI run is enough for what does not depend on the compiler's code generation: clang compiles every
   # public header on its own (in both modes), g++ runs the packaging tests (install, find_package, pkg-config,
-  # add_subdirectory, mixed flags), which the clang job leaves out (-E '^package\.').
-  emulation=OFF bench=ON separate=OFF opt="-O1 -DNDEBUG" headers=OFF exclude='^$'
-  [ "$cxx" = clang++ ] && emulation=ON bench=OFF separate=ON opt="-O3 -DNDEBUG" headers=ON exclude='^package\.'
+  # add_subdirectory, mixed flags) and the emulated old CPUs (qemu-x86_64: the golden suites as a Nehalem, the
+  # mixed-flags program as Nehalem and SandyBridge), which the clang job leaves out.
+  emulation=OFF bench=ON separate=OFF opt="-O1 -DNDEBUG" headers=OFF exclude='^$' old_cpus=ON
+  [ "$cxx" = clang++ ] && emulation=ON bench=OFF separate=ON opt="-O3 -DNDEBUG" headers=ON exclude='^package\.' old_cpus=OFF
 
   echo "== $cxx (ASan + UBSan, ${opt% *}): $build"
   start=$SECONDS
   CXX=$cxx cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="$opt" -DPOSENC_WERROR=ON \
     -DPOSENC_BUILD_TESTS=ON -DPOSENC_BUILD_EXAMPLES=ON -DPOSENC_TEST_EMULATION=$emulation \
     -DPOSENC_BUILD_BENCHMARKS=$bench -DPOSENC_BENCH_NATIVE=OFF -DPOSENC_TEST_SEPARATE_COMPILATION=$separate \
-    -DPOSENC_TEST_HEADERS=$headers \
+    -DPOSENC_TEST_HEADERS=$headers -DPOSENC_TEST_EMULATED_CPUS=$old_cpus \
     -DPOSENC_SANITIZE=address,undefined
   cmake --build "$build" -j "$(nproc)"
   run_ctest "$build" "$cxx" -E "$exclude"

@@ -147,7 +147,7 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
 /// Eigen::Tensor<float, 3, Eigen::RowMajor> bias(6, 1, 18);            // one decode step after 17 tokens
 /// posenc::alibi_bias({6}, bias, posenc::positions::offset(17));
 /// ```
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_alibi_bias(const alibi_config& cfg, X&& out, const positions& query_pos = positions::offset(0),
                       alibi_mask mask = alibi_mask::none) noexcept {
   constexpr const char* fn = "alibi_bias";
@@ -165,13 +165,13 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, const positions& query_p
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  detail::run_alibi_rows<Dispatch>(std::false_type{}, v4, slopes, pos, symmetric, causal);
+  detail::run_alibi_rows(std::false_type{}, v4, slopes, pos, symmetric, causal);
   return {};
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void alibi_bias(const alibi_config& cfg, X&& out, const positions& query_pos = positions::offset(0),
                 alibi_mask mask = alibi_mask::none) {
-  detail::throw_if_error(try_alibi_bias<X&, Dispatch>(cfg, out, query_pos, mask));
+  detail::throw_if_error(try_alibi_bias<X&>(cfg, out, query_pos, mask));
 }
 
 /// Adds the ALiBi bias to attention scores in place, before the softmax:
@@ -197,7 +197,7 @@ void alibi_bias(const alibi_config& cfg, X&& out, const positions& query_pos = p
 /// // decode: Lq = 1 new query per sequence after `past` cached tokens, scores [N, H, 1, past + 1]
 /// posenc::add_alibi_bias(cfg, scores, posenc::positions::offset(past), posenc::alibi_mask::causal);
 /// ```
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_pos = positions::offset(0),
                           alibi_mask mask = alibi_mask::none) noexcept {
   constexpr const char* fn = "add_alibi_bias";
@@ -213,13 +213,13 @@ status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& 
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  detail::run_alibi_rows<Dispatch>(std::true_type{}, v, slopes, query_pos, symmetric, causal);
+  detail::run_alibi_rows(std::true_type{}, v, slopes, query_pos, symmetric, causal);
   return {};
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_pos = positions::offset(0),
                     alibi_mask mask = alibi_mask::none) {
-  detail::throw_if_error(try_add_alibi_bias<X&, Dispatch>(cfg, scores, query_pos, mask));
+  detail::throw_if_error(try_add_alibi_bias<X&>(cfg, scores, query_pos, mask));
 }
 
 /// add_alibi_bias with explicit slopes instead of a configuration: `slopes` is [N, H_local] (per batch row,
@@ -235,8 +235,7 @@ void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_
 /// posenc::add_alibi_bias(posenc::strided_view<const float, 2>(&s[0][0], {2, 4}), scores /* [2, 4, Lq, Lk] */,
 ///                        posenc::positions::per_sequence(past, 2), posenc::alibi_mask::causal);
 /// ```
-template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>,
-          class Dispatch = detail::default_dispatch>
+template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>>
 status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
                           alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) noexcept {
   constexpr const char* fn = "add_alibi_bias";
@@ -277,14 +276,13 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
   const detail::alibi_view_slopes<E> view_slopes{s2};
   const bool symmetric = form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  detail::run_alibi_rows<Dispatch>(std::true_type{}, v, view_slopes, query_pos, symmetric, causal);
+  detail::run_alibi_rows(std::true_type{}, v, view_slopes, query_pos, symmetric, causal);
   return {};
 }
-template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>,
-          class Dispatch = detail::default_dispatch>
+template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>>
 void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
                     alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) {
-  detail::throw_if_error(try_add_alibi_bias<S&, X&, void, Dispatch>(slopes, scores, query_pos, mask, form));
+  detail::throw_if_error(try_add_alibi_bias<S&, X&, void>(slopes, scores, query_pos, mask, form));
 }
 
 POSENC_END_NAMESPACE

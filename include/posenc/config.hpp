@@ -1,25 +1,36 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 //
 // Compiler and exception detection, and the namespace everything lives in. The includer's instruction-set
-// flags are looked at in one place only: detail/simd/targets.hpp.
+// flags are looked at in two places only: detail/abi.hpp (the namespace's name) and detail/simd/targets.hpp
+// (which kernels are compiled).
 #pragma once
 
-// Static dispatch (detail/simd/targets.hpp) compiles different code from the same names: it gets its own ABI
-// namespace, so a program mixing the two modes fails to link instead of merging them.
-#if defined(POSENC_STATIC_DISPATCH) && !defined(POSENC_ABI_NAMESPACE)
-#define POSENC_ABI_NAMESPACE v0_static
-#endif
-
+// The namespace everything lives in: posenc::POSENC_ABI_NAMESPACE, an inline namespace, so users write
+// posenc:: alone. Its name records what makes two translation units compile different code from the same
+// names, so that they never share a symbol (a program that mixes them fails to link instead of merging them):
+//  - the major version (v0), so two engines embedding different posenc versions coexist;
+//  - static dispatch (POSENC_STATIC_DISPATCH, detail/simd/targets.hpp): _static;
+//  - separate compilation (below): _sep;
+//  - the includer's instruction-set extensions (detail/abi.hpp): a TU built with -mavx2 gets
+//    posenc::v0_x86v2_avx_avx2_fma_f16c::, one built with default flags posenc::v0::.
+// Defining POSENC_ABI_NAMESPACE yourself opts out of all of it (then every TU must use the same flags).
+//
 // Separate compilation (opt-in, POSENC_SEPARATE_COMPILATION defined in every translation unit of the program,
-// and posenc/src.hpp included in exactly one): the headers declare the kernels and the throwing path instead of
-// defining them, so an includer compiles no SIMD code and no <stdexcept>; src.hpp compiles them once, for every
-// storage type. Its own ABI namespace keeps header-only and separately compiled translation units apart.
-#if defined(POSENC_SEPARATE_COMPILATION) && !defined(POSENC_ABI_NAMESPACE)
-#if defined(POSENC_STATIC_DISPATCH)
-#define POSENC_ABI_NAMESPACE v0_static_sep
+// and posenc/src.hpp included in exactly one per set of instruction-set flags): the headers declare the kernels
+// and the throwing path instead of defining them, so an includer compiles no SIMD code and no <stdexcept>;
+// src.hpp compiles them once, for every storage type.
+#if defined(POSENC_STATIC_DISPATCH) && defined(POSENC_SEPARATE_COMPILATION)
+#define POSENC_ABI_BASE v0_static_sep
+#elif defined(POSENC_STATIC_DISPATCH)
+#define POSENC_ABI_BASE v0_static
+#elif defined(POSENC_SEPARATE_COMPILATION)
+#define POSENC_ABI_BASE v0_sep
 #else
-#define POSENC_ABI_NAMESPACE v0_sep
+#define POSENC_ABI_BASE v0
 #endif
+#include "posenc/detail/abi.hpp"
+#ifndef POSENC_ABI_NAMESPACE
+#define POSENC_ABI_NAMESPACE POSENC_ISA_SUFFIXED(POSENC_ABI_BASE)
 #endif
 #if defined(POSENC_SEPARATE_COMPILATION)
 #define POSENC_DECL
@@ -28,6 +39,10 @@
 #endif
 
 #include "posenc/version.hpp"
+
+// State of the process that every ABI namespace of this major version must see as one (the ISA choice of
+// set_isa): variables only, never code, so the includer's flags cannot change what is shared.
+#define POSENC_PROCESS_NAMESPACE process_v0
 
 #define POSENC_BEGIN_NAMESPACE \
   namespace posenc {           \

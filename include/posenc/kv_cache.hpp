@@ -168,7 +168,7 @@ status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
   if (quick_append(freq, tk, tv, pos, max_pos))
     return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
   POSENC_TRY(check_source(fn, freq));
-  const rope_geom g = geom_of(freq);
+  const rope_geometry g = geom_of(freq);
   POSENC_TRY(check_cache_pair(fn, "k", "k_cache", tk.in, tk.out));
   POSENC_TRY(check_cache_pair(fn, "v", "v_cache", tv.in, tv.out));
   if (tk.in.extent(3) != g.head_dim)
@@ -191,7 +191,7 @@ status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
 /// Rotates q in place (when not null), k into its cache slots and v into theirs (checked by check_append and
 /// the caller): one fused pass per token when q, k and v share a storage type and so do the two caches (a fused
 /// QKV buffer into one cache type) and q and k rotate in one arithmetic type, else a pass each.
-template <class Dispatch, class F, class Q, class KIn, class KOut, class VIn, class VOut>
+template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
 void run_append(const F& freq, const rope_io<Q, Q>* q, rope_io<KIn, KOut> k, rope_io<VIn, VOut> v, const positions& pos,
                 const token_map& map) {
   k.map = map;
@@ -201,14 +201,14 @@ void run_append(const F& freq, const rope_io<Q, Q>* q, rope_io<KIn, KOut> k, rop
   using S = decltype(source_of(freq));
   if constexpr (std::is_same_v<I, canonical_of_t<Q>> && std::is_same_v<I, canonical_of_t<VIn>> &&
                 std::is_same_v<O, canonical_of_t<VOut>> && std::is_same_v<rope_acc_t<S, I, O>, rope_acc_t<S, I, I>>) {
-    const rope_geom g = geom_of(freq);
+    const rope_geometry g = geom_of(freq);
     const rope_io<I, I> cq = q != nullptr ? canonical(*q) : rope_io<I, I>{};
-    append_rows_entry<Dispatch>(canonical(source_of(freq)), pos, g.style, g.offset, g.pairs, cq, canonical(k),
+    append_rows_entry(canonical(source_of(freq)), pos, g.style, g.rotary_offset, g.pairs(), cq, canonical(k),
                                 canonical(v));
   } else {
-    if (q != nullptr) run_rope<Dispatch>(freq, pos, 1.0, std::array<rope_io<Q, Q>, 1>{*q});
-    run_rope<Dispatch>(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
-    run_copy_tokens<Dispatch>(v);
+    if (q != nullptr) run_rope(freq, pos, 1.0, std::array<rope_io<Q, Q>, 1>{*q});
+    run_rope(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
+    run_copy_tokens(v);
   }
 }
 
@@ -228,8 +228,7 @@ void run_append(const F& freq, const rope_io<Q, Q>* q, rope_io<KIn, KOut> k, rop
 /// posenc::rope_append_kv(cache, k, v, k_cache, v_cache, posenc::positions::per_sequence(seq_lens, N),
 ///                        posenc::kv_slots::paged(slot_mapping, N, 1));
 /// ```
-template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
-          class Dispatch = detail::default_dispatch>
+template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
                           const kv_slots& slots) noexcept {
   const auto tk = detail::make_cache_target(k, k_cache);
@@ -238,19 +237,17 @@ status try_rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cach
   index_t max_pos = -1;
   POSENC_TRY(detail::check_append("rope_append_kv", freq, tk, tv, pos, slots, map, max_pos));
   using KI = std::remove_const_t<typename decltype(tk.in)::element_type>;
-  if (max_pos >= 0) detail::run_append<Dispatch>(freq, static_cast<const detail::rope_io<KI, KI>*>(nullptr), tk, tv, pos, map);
+  if (max_pos >= 0) detail::run_append(freq, static_cast<const detail::rope_io<KI, KI>*>(nullptr), tk, tv, pos, map);
   return {};
 }
-template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
-          class Dispatch = detail::default_dispatch>
+template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos, const kv_slots& slots) {
-  detail::throw_if_error(try_rope_append_kv<F, K&, V&, KC&, VC&, void, Dispatch>(freq, k, v, k_cache, v_cache, pos, slots));
+  detail::throw_if_error(try_rope_append_kv<F, K&, V&, KC&, VC&, void>(freq, k, v, k_cache, v_cache, pos, slots));
 }
 
 /// A whole attention layer's RoPE step: q rotated in place, k rotated into k_cache and v copied into v_cache
 /// (rope_append_kv). Everything is checked before anything is written.
-template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
-          class Dispatch = detail::default_dispatch>
+template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
                              const kv_slots& slots) noexcept {
   constexpr const char* fn = "rope_qk_append_kv";
@@ -266,15 +263,14 @@ status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, V
   if (detail::spans_overlap(tq.out, tk.out) || detail::spans_overlap(tq.out, tv.out))
     return detail::fail(fn, "q overlaps a cache");
   if (max_pos < 0) return {};
-  detail::run_append<Dispatch>(freq, &tq, tk, tv, pos, map);
+  detail::run_append(freq, &tq, tk, tv, pos, map);
   return {};
 }
-template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
-          class Dispatch = detail::default_dispatch>
+template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
                        const kv_slots& slots) {
   detail::throw_if_error(
-      try_rope_qk_append_kv<F, Q&, K&, V&, KC&, VC&, void, Dispatch>(freq, q, k, v, k_cache, v_cache, pos, slots));
+      try_rope_qk_append_kv<F, Q&, K&, V&, KC&, VC&, void>(freq, q, k, v, k_cache, v_cache, pos, slots));
 }
 
 POSENC_END_NAMESPACE

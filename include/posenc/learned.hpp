@@ -182,27 +182,27 @@ class learned_position_embedding {
   /// Fails with invalid_argument, writing nothing, if D != dim, or a position is negative or >= max_positions.
   /// Every forward and backward has a try_ form: noexcept, returning a status with the message the throwing
   /// form's argument_error carries; nothing (x, cache, rng, gradients) is changed when it is not ok.
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   status try_forward(X&& x, const positions& pos) const noexcept {
     const auto t = detail::make_add_target(x, x);
-    return run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, false, nullptr, nullptr);
+    return run_forward("learned_position_embedding::forward", t, "x", "x", pos, false, nullptr, nullptr);
   }
   /// The throwing form of try_forward(x, pos): argument_error with the same message.
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   void forward(X&& x, const positions& pos) const {
-    detail::throw_if_error(try_forward<X&, Dispatch>(x, pos));
+    detail::throw_if_error(try_forward<X&>(x, pos));
   }
 
   /// Evaluation forward out of place (`out` must not overlap `in`).
-  template <class X, class Y, class Dispatch = detail::default_dispatch>
+  template <class X, class Y>
   status try_forward(X&& in, Y&& out, const positions& pos) const noexcept {
     const auto t = detail::make_add_target(in, out);
-    return run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, false, nullptr, nullptr);
+    return run_forward("learned_position_embedding::forward", t, "in", "out", pos, false, nullptr, nullptr);
   }
   /// The throwing form of try_forward(in, out, pos): argument_error with the same message.
-  template <class X, class Y, class Dispatch = detail::default_dispatch>
+  template <class X, class Y>
   void forward(X&& in, Y&& out, const positions& pos) const {
-    detail::throw_if_error(try_forward<X&, Y&, Dispatch>(in, out, pos));
+    detail::throw_if_error(try_forward<X&, Y&>(in, out, pos));
   }
 
   /// Training (train = true) or evaluation forward in place, filling `cache` for backward. In training mode
@@ -211,28 +211,28 @@ class learned_position_embedding {
   /// and used by backward. Fails with invalid_argument, changing nothing (x, cache, rng), as forward above;
   /// the cache's vectors grow only when it has not seen so large a shape (out_of_memory, changing nothing,
   /// when they cannot).
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   status try_forward(X&& x, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const noexcept {
     const auto t = detail::make_add_target(x, x);
-    return run_forward<Dispatch>("learned_position_embedding::forward", t, "x", "x", pos, train, &rng, &cache);
+    return run_forward("learned_position_embedding::forward", t, "x", "x", pos, train, &rng, &cache);
   }
   /// The throwing form of try_forward(x, pos, train, rng, cache): argument_error with the same message.
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   void forward(X&& x, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
-    detail::throw_if_error(try_forward<X&, Dispatch>(x, pos, train, rng, cache));
+    detail::throw_if_error(try_forward<X&>(x, pos, train, rng, cache));
   }
 
   /// Training or evaluation forward out of place, filling `cache`.
-  template <class X, class Y, class Dispatch = detail::default_dispatch>
+  template <class X, class Y>
   status try_forward(X&& in, Y&& out, const positions& pos, bool train, std::mt19937_64& rng,
                      learned_cache& cache) const noexcept {
     const auto t = detail::make_add_target(in, out);
-    return run_forward<Dispatch>("learned_position_embedding::forward", t, "in", "out", pos, train, &rng, &cache);
+    return run_forward("learned_position_embedding::forward", t, "in", "out", pos, train, &rng, &cache);
   }
   /// The throwing form of try_forward(in, out, pos, train, rng, cache): argument_error with the same message.
-  template <class X, class Y, class Dispatch = detail::default_dispatch>
+  template <class X, class Y>
   void forward(X&& in, Y&& out, const positions& pos, bool train, std::mt19937_64& rng, learned_cache& cache) const {
-    detail::throw_if_error(try_forward<X&, Y&, Dispatch>(in, out, pos, train, rng, cache));
+    detail::throw_if_error(try_forward<X&, Y&>(in, out, pos, train, rng, cache));
   }
 
   /// Backward pass of the forward that filled `cache`: grad_in = dL/dx from grad_out = dL/dy (same (N, L, D)
@@ -342,7 +342,7 @@ class learned_position_embedding {
     });
   }
 
-  template <class Dispatch, class T>
+  template <class T>
   status run_forward(const char* fn, const detail::add_target<T>& t, const char* in_name, const char* out_name,
                      const positions& pos, bool train, std::mt19937_64* rng, learned_cache* cache) const noexcept {
     POSENC_TRY(detail::check_add_target(fn, in_name, out_name, cfg_.dim, t));
@@ -368,7 +368,7 @@ class learned_position_embedding {
       const C* table = table_.data();
       const index_t row_offset = cfg_.position_offset;
       const double scale = cfg_.scale;
-      detail::run_table_rows<Dispatch>(table, dim, row_offset, scale, pos, t);
+      detail::run_table_rows(table, dim, row_offset, scale, pos, t);
       return {};
     }
     const double ks = drop.keep_scale;

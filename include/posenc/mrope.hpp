@@ -30,7 +30,7 @@ POSENC_BEGIN_NAMESPACE
 namespace detail {
 
 /// Every MRoPE entry: all checks first (nothing is written on an error), then the kernels.
-template <class Dispatch, class In, class Out, std::size_t K>
+template <class In, class Out, std::size_t K>
 status mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& pos, double sign,
                    const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
   const rope_plan& plan = mp.plan();
@@ -40,7 +40,7 @@ status mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& 
   POSENC_TRY(validate_mrope_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1)));
   if (targets[0].in.extent(0) == 0 || targets[0].in.extent(1) == 0) return {};
   const mrope_src src{plan.inv_freq().data(), mp.axis().data(), plan.magnitude(), max_abs(plan.inv_freq())};
-  run_rotation<Dispatch>(src, pos, geom_of(plan), sign, targets);
+  run_rotation(src, pos, geom_of(plan), sign, targets);
   return {};
 }
 
@@ -61,53 +61,53 @@ status mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& 
 /// posenc::mrope_plan mp(posenc::make_rope_plan(cfg), {16, 24, 24}, posenc::mrope_layout::chunked);
 /// posenc::apply_mrope(mp, q, posenc::mrope_positions::shared(thw.data(), L));  // thw: (3, L)
 /// ```
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) noexcept {
   const auto t = detail::make_target(x, x);
-  return detail::mrope_entry<Dispatch>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+  return detail::mrope_entry("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) {
-  detail::throw_if_error(try_apply_mrope<X&, Dispatch>(plan, x, pos));
+  detail::throw_if_error(try_apply_mrope<X&>(plan, x, pos));
 }
 
 /// Out of place (`out` must not overlap `in`); `out` may hold another storage type than `in`, rounded once
 /// (as apply_rope's out-of-place form).
-template <class X, class Y, class Dispatch = detail::default_dispatch>
+template <class X, class Y>
 status try_apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions& pos) noexcept {
   const auto t = detail::make_target(in, out);
-  return detail::mrope_entry<Dispatch>("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t},
+  return detail::mrope_entry("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t},
                                        {"in", "out"});
 }
-template <class X, class Y, class Dispatch = detail::default_dispatch>
+template <class X, class Y>
 void apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions& pos) {
-  detail::throw_if_error(try_apply_mrope<X&, Y&, Dispatch>(plan, in, out, pos));
+  detail::throw_if_error(try_apply_mrope<X&, Y&>(plan, in, out, pos));
 }
 
 /// q and k in one pass, in place (same N, L; k may have fewer heads).
-template <class Q, class K, class Dispatch = detail::default_dispatch>
+template <class Q, class K>
 status try_apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) noexcept {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
   static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_mrope_qk: q and k have one element type");
-  return detail::mrope_entry<Dispatch>("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
+  return detail::mrope_entry("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
                                        {"q", "q", "k", "k"});
 }
-template <class Q, class K, class Dispatch = detail::default_dispatch>
+template <class Q, class K>
 void apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) {
-  detail::throw_if_error(try_apply_mrope_qk<Q&, K&, Dispatch>(plan, q, k, pos));
+  detail::throw_if_error(try_apply_mrope_qk<Q&, K&>(plan, q, k, pos));
 }
 
 /// Backward pass (transpose): rotation by -p[axis(i)] * w_i, in place on the gradient.
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) noexcept {
   const auto t = detail::make_target(grad, grad);
-  return detail::mrope_entry<Dispatch>("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t},
+  return detail::mrope_entry("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t},
                                        {"grad", "grad"});
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) {
-  detail::throw_if_error(try_apply_mrope_backward<X&, Dispatch>(plan, grad, pos));
+  detail::throw_if_error(try_apply_mrope_backward<X&>(plan, grad, pos));
 }
 
 POSENC_END_NAMESPACE

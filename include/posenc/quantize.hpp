@@ -81,19 +81,19 @@ inline status check_scales_out(const char* fn, const char* name, const quant_spe
 
 /// Every token of `in` rotated (K: freq not null) or widened (V) into float scratch rows, then quantised into
 /// its output rows through `map`: one kernel call (detail/kernels/quant-inl.hpp).
-template <class Dispatch, class F, class In, class Code>
+template <class F, class In, class Code>
 void run_quantized(const F* freq, const strided_view<const In, 4>& in, const positions& pos, const quant_spec& q,
                    const strided_view<Code, 4>& out, const strided_view<float, 3>& scales, const token_map& map) {
   const quant_params qp{q.format, q.scales, q.scale_stride, q.dynamic() ? scales.data() : nullptr,
                         {scales.stride(0), scales.stride(1), scales.stride(2)}};
   using S = decltype(source_of(*freq));
   if (freq == nullptr) {
-    run_rope_quant_rows<Dispatch>(static_cast<const S*>(nullptr), pos, rope_style::half_split, 0, 0, in, out, map, qp);
+    run_rope_quant_rows(static_cast<const S*>(nullptr), pos, rope_style::half_split, 0, 0, in, out, map, qp);
     return;
   }
   const S src = source_of(*freq);
-  const rope_geom g = geom_of(*freq);
-  run_rope_quant_rows<Dispatch>(&src, pos, g.style, g.offset, g.pairs, in, out, map, qp);
+  const rope_geometry g = geom_of(*freq);
+  run_rope_quant_rows(&src, pos, g.style, g.rotary_offset, g.pairs(), in, out, map, qp);
 }
 
 template <class I, class Code>
@@ -117,8 +117,7 @@ auto quant_target(const strided_view<const I, 4>& in, const strided_view<Code, 4
 /// posenc::apply_rope_quantized(plan, k, posenc::strided_view<std::int8_t, 4>(kq.data(), {N, L, H, D}),
 ///                              posenc::strided_view<float, 3>(ks.data(), {N, L, H}), pos, posenc::quant_spec{});
 /// ```
-template <class F, class X, class Code, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
-          class Dispatch = detail::default_dispatch>
+template <class F, class X, class Code, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope_quantized(const F& freq, X&& in, const strided_view<Code, 4>& codes,
                                 const strided_view<float, 3>& scales, const positions& pos, const quant_spec& spec) noexcept {
   constexpr const char* fn = "apply_rope_quantized";
@@ -137,14 +136,13 @@ status try_apply_rope_quantized(const F& freq, X&& in, const strided_view<Code, 
   if (detail::spans_overlap(cin, scales)) return detail::fail(fn, "scales overlaps in");
   if (detail::spans_overlap(codes, scales)) return detail::fail(fn, "scales overlaps codes");
   if (max_pos < 0) return {};
-  detail::run_quantized<Dispatch>(&freq, cin, pos, spec, codes, scales, detail::token_map{});
+  detail::run_quantized(&freq, cin, pos, spec, codes, scales, detail::token_map{});
   return {};
 }
-template <class F, class X, class Code, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
-          class Dispatch = detail::default_dispatch>
+template <class F, class X, class Code, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope_quantized(const F& freq, X&& in, const strided_view<Code, 4>& codes, const strided_view<float, 3>& scales,
                           const positions& pos, const quant_spec& spec) {
-  detail::throw_if_error(try_apply_rope_quantized<F, X&, Code, void, Dispatch>(freq, in, codes, scales, pos, spec));
+  detail::throw_if_error(try_apply_rope_quantized<F, X&, Code, void>(freq, in, codes, scales, pos, spec));
 }
 
 /// rope_append_kv into an 8-bit KV cache: K rotated then quantised by `k_spec` into k_cache's slots, V
@@ -152,8 +150,7 @@ void apply_rope_quantized(const F& freq, X&& in, const strided_view<Code, 4>& co
 /// per-token-per-head scales stored next to the cache). Caches: [dim0, dim1, Hk, D] of std::int8_t or
 /// std::uint8_t as the formats say; k_scales / v_scales: [dim0, dim1, Hk] floats for dynamic scales, else empty.
 /// Everything is checked before anything is written.
-template <class F, class K, class V, class KCode, class VCode, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
-          class Dispatch = detail::default_dispatch>
+template <class F, class K, class V, class KCode, class VCode, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_rope_append_kv_quantized(const F& freq, K&& k, V&& v, const strided_view<KCode, 4>& k_cache,
                                     const strided_view<VCode, 4>& v_cache, const positions& pos, const kv_slots& slots,
                                     const quant_spec& k_spec, const quant_spec& v_spec,
@@ -175,17 +172,16 @@ status try_rope_append_kv_quantized(const F& freq, K&& k, V&& v, const strided_v
       detail::spans_overlap(v_scales, tv.out) || detail::spans_overlap(k_scales, tk.in) || detail::spans_overlap(v_scales, tv.in))
     return detail::fail(fn, "a scales output overlaps a cache or an input");
   if (max_pos < 0) return {};
-  detail::run_quantized<Dispatch>(&freq, tk.in, pos, k_spec, tk.out, k_scales, map);
-  detail::run_quantized<Dispatch, F>(nullptr, tv.in, pos, v_spec, tv.out, v_scales, map);
+  detail::run_quantized(&freq, tk.in, pos, k_spec, tk.out, k_scales, map);
+  detail::run_quantized<F>(nullptr, tv.in, pos, v_spec, tv.out, v_scales, map);
   return {};
 }
-template <class F, class K, class V, class KCode, class VCode, class = std::enable_if_t<detail::is_rope_freq_v<F>>,
-          class Dispatch = detail::default_dispatch>
+template <class F, class K, class V, class KCode, class VCode, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void rope_append_kv_quantized(const F& freq, K&& k, V&& v, const strided_view<KCode, 4>& k_cache,
                               const strided_view<VCode, 4>& v_cache, const positions& pos, const kv_slots& slots,
                               const quant_spec& k_spec, const quant_spec& v_spec, const strided_view<float, 3>& k_scales = {},
                               const strided_view<float, 3>& v_scales = {}) {
-  detail::throw_if_error(try_rope_append_kv_quantized<F, K&, V&, KCode, VCode, void, Dispatch>(
+  detail::throw_if_error(try_rope_append_kv_quantized<F, K&, V&, KCode, VCode, void>(
       freq, k, v, k_cache, v_cache, pos, slots, k_spec, v_spec, k_scales, v_scales));
 }
 

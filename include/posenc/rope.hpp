@@ -45,17 +45,15 @@ class rope_cache {
   /// Throws argument_error if the plan is empty, max_positions < 0, or the table size overflows. The rows are
   /// formed by the vector sincos of the active ISA (detail/kernels/vmath-inl.hpp), each within ~2 ulp of the
   /// double result before the rounding to C.
-  template <class Dispatch = detail::default_dispatch>
   rope_cache(rope_plan plan, index_t max_positions) {
-    detail::throw_if_error(try_build<Dispatch>(std::move(plan), max_positions));
+    detail::throw_if_error(try_build(std::move(plan), max_positions));
   }
 
   /// The constructor without exceptions: `out` holds the table on success, is unchanged on error (an
   /// out_of_memory status when the table cannot be allocated).
-  template <class Dispatch = detail::default_dispatch>
   static status try_create(rope_plan plan, index_t max_positions, rope_cache& out) noexcept {
     rope_cache c;
-    POSENC_TRY(c.try_build<Dispatch>(std::move(plan), max_positions));
+    POSENC_TRY(c.try_build(std::move(plan), max_positions));
     out = std::move(c);
     return {};
   }
@@ -73,7 +71,6 @@ class rope_cache {
   rope_cache() = default;
 
  private:
-  template <class Dispatch>
   status try_build(rope_plan plan, index_t max_positions) noexcept {
     constexpr const char* fn = "rope_cache";
     if (plan.empty()) return detail::fail(fn, "plan is empty");
@@ -89,7 +86,7 @@ class rope_cache {
       const detail::angle_src src{plan_.inv_freq().data(), plan_.magnitude(), detail::max_abs(plan_.inv_freq())};
       C* c = cos_.data();
       C* s = sin_.data();
-      detail::rope_cache_fill_entry<Dispatch>(src, max_positions, pairs, c, s);
+      detail::rope_cache_fill_entry(src, max_positions, pairs, c, s);
       return {};
     });
   }
@@ -100,13 +97,6 @@ class rope_cache {
   std::vector<C> sin_;
 };
 
-/// Where the rotated window sits and how it pairs features: what a cos/sin table does not say by itself.
-struct rope_geometry {
-  index_t head_dim = 0;       ///< D, the head dim the table is applied to (extent 3 of x)
-  index_t rotary_dim = 0;     ///< R, even; 0 means head_dim
-  index_t rotary_offset = 0;  ///< where the window starts inside the head
-  rope_style style = rope_style::half_split; ///< how the rotated features pair up
-};
 
 /// A non-owning view of an engine's own cos/sin table, accepted wherever a rope_cache is: pair i (< R/2) of
 /// position p (< max_positions) is cos[p * row_stride + i * pair_stride] (sin likewise), of float, double or a
@@ -135,15 +125,15 @@ class rope_table_view {
   /// Hugging Face's cos/sin caches of width R (the halves repeated) are this with row_stride R.
   static rope_table_view separate(const C* cos, const C* sin, index_t max_positions, const rope_geometry& g,
                                   index_t row_stride = 0) noexcept {
-    return {cos, sin, max_positions, row_stride ? row_stride : rotary(g) / 2, 1, g};
+    return {cos, sin, max_positions, row_stride ? row_stride : g.pairs(), 1, g};
   }
   /// vLLM's cos_sin_cache [max_positions, R]: row p is the cos of the R/2 pairs, then their sin.
   static rope_table_view cos_sin_cache(const C* table, index_t max_positions, const rope_geometry& g) noexcept {
-    return {table, table + rotary(g) / 2, max_positions, rotary(g), 1, g};
+    return {table, table + g.pairs(), max_positions, g.rotated_dim(), 1, g};
   }
   /// Interleaved (cos, sin) pairs [max_positions, R/2, 2].
   static rope_table_view interleaved_pairs(const C* table, index_t max_positions, const rope_geometry& g) noexcept {
-    return {table, table + 1, max_positions, rotary(g), 2, g};
+    return {table, table + 1, max_positions, g.rotated_dim(), 2, g};
   }
 
   /// cos of pair 0 of position 0.
@@ -160,8 +150,6 @@ class rope_table_view {
   const rope_geometry& geometry() const noexcept { return geom_; }
 
  private:
-  static index_t rotary(const rope_geometry& g) noexcept { return g.rotary_dim ? g.rotary_dim : g.head_dim; }
-
   const C* cos_ = nullptr;
   const C* sin_ = nullptr;
   index_t max_positions_ = 0;
@@ -185,13 +173,12 @@ template <class F>
 inline constexpr bool is_rope_freq_v = is_rope_freq<std::remove_cv_t<std::remove_reference_t<F>>>::value;
 
 template <class C>
-rope_geom geom_of(const rope_cache<C>& c) {
+rope_geometry geom_of(const rope_cache<C>& c) {
   return geom_of(c.plan());
 }
 template <class C>
-rope_geom geom_of(const rope_table_view<C>& t) {
-  const rope_geometry& g = t.geometry();
-  return {g.head_dim, (g.rotary_dim ? g.rotary_dim : g.head_dim) / 2, g.rotary_offset, g.style};
+rope_geometry geom_of(const rope_table_view<C>& t) {
+  return t.geometry();
 }
 
 /// A cache is valid by construction; a table view is checked at each call, here (a plan: rope_checks.hpp).
@@ -203,7 +190,7 @@ template <class C>
 status check_source(const char* fn, const rope_table_view<C>& t) {
   static_assert(is_storage_v<C>, "posenc::rope_table_view: float, double or a 16-bit storage type");
   const rope_geometry& g = t.geometry();
-  const index_t r = g.rotary_dim ? g.rotary_dim : g.head_dim;
+  const index_t r = g.rotated_dim();
   POSENC_TRY(check_window(fn, g.head_dim, r, g.rotary_offset, "table geometry "));
   if (t.max_positions() < 0) return fail(fn, "table max_positions=", t.max_positions(), " must be >= 0");
   if (t.row_stride() < 0 || t.pair_stride() < 0)
@@ -231,11 +218,11 @@ constexpr std::array<int, K> variants_of(int v) {
 }
 
 /// Runs the rotation of `src` on the targets through the dispatcher (every variant 0).
-template <class Dispatch, class Source, class Pos, class In, class Out, std::size_t K>
-void run_rotation(const Source& src, const Pos& pos, const rope_geom& g, double sign,
+template <class Source, class Pos, class In, class Out, std::size_t K>
+void run_rotation(const Source& src, const Pos& pos, const rope_geometry& g, double sign,
                   const std::array<rope_io<In, Out>, K>& targets) {
   const std::array<int, K> variant = variants_of<K>(0);
-  run_rope_rows<Dispatch>(src, pos, g.style, g.offset, g.pairs, sign, targets, variant);
+  run_rope_rows(src, pos, g.style, g.rotary_offset, g.pairs(), sign, targets, variant);
 }
 
 /// The kernels' cos/sin source of a plan (angles formed per call), a rope_cache or an engine's table.
@@ -251,13 +238,13 @@ table_src<C> source_of(const rope_table_view<C>& t) {
   return {t.cos_data(), t.sin_data(), t.row_stride(), t.pair_stride()};
 }
 
-template <class Dispatch, class F, class In, class Out, std::size_t K>
+template <class F, class In, class Out, std::size_t K>
 void run_rope(const F& freq, const positions& pos, double sign, const std::array<rope_io<In, Out>, K>& targets) {
-  run_rotation<Dispatch>(source_of(freq), pos, geom_of(freq), sign, targets);
+  run_rotation(source_of(freq), pos, geom_of(freq), sign, targets);
 }
 
 /// Every RoPE entry: all checks first (nothing is written on an error), then the kernels.
-template <class Dispatch, class F, class In, class Out, std::size_t K>
+template <class F, class In, class Out, std::size_t K>
 status rope_entry(const char* fn, const F& freq, const positions& pos, double sign,
                   const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names) {
   POSENC_TRY(check_source(fn, freq));
@@ -266,7 +253,7 @@ status rope_entry(const char* fn, const F& freq, const positions& pos, double si
   if (max_pos >= max_positions_of(freq))
     return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
   if (max_pos < 0) return {};
-  run_rope<Dispatch>(freq, pos, sign, targets);
+  run_rope(freq, pos, sign, targets);
   return {};
 }
 
@@ -305,72 +292,72 @@ using rope_targets1 = std::array<T, 1>;
 /// posenc::strided_view<float, 4> q(q_ptr, {1, 16, 32, 128});
 /// posenc::apply_rope(plan, q, posenc::positions::offset(0));
 /// ```
-template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope(const F& freq, X&& x, const positions& pos) noexcept {
   const auto t = detail::make_target(x, x);
-  return detail::rope_entry<Dispatch>("apply_rope", freq, pos, 1.0, detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"x", "x"});
+  return detail::rope_entry("apply_rope", freq, pos, 1.0, detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"x", "x"});
 }
-template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope(const F& freq, X&& x, const positions& pos) {
-  detail::throw_if_error(try_apply_rope<F, X&, void, Dispatch>(freq, x, pos));
+  detail::throw_if_error(try_apply_rope<F, X&, void>(freq, x, pos));
 }
 
 /// Out of place: `out` = RoPE(`in`); features outside the rotated window are copied. `out` must not overlap
 /// `in` (pass the same tensor twice for in place). `out` may hold another storage type than `in` (float q/k
 /// rotated straight into a half or bfloat16 KV cache): the arithmetic is float (double if either is double)
 /// and each result is rounded to `out`'s type once.
-template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) noexcept {
   const auto t = detail::make_target(in, out);
-  return detail::rope_entry<Dispatch>("apply_rope", freq, pos, 1.0, detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"in", "out"});
+  return detail::rope_entry("apply_rope", freq, pos, 1.0, detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"in", "out"});
 }
-template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) {
-  detail::throw_if_error(try_apply_rope<F, X&, Y&, void, Dispatch>(freq, in, out, pos));
+  detail::throw_if_error(try_apply_rope<F, X&, Y&, void>(freq, in, out, pos));
 }
 
 /// q and k in one pass, in place: cos/sin are formed once per token and used for all heads of both (k may
 /// have fewer heads than q, GQA; both are often views into one fused QKV buffer). Same N, L and head dim.
 /// Precondition: q and k share no element. Passing one tensor twice is rejected; views that overlap from
 /// different starts cannot be told from interleaved fused-QKV views cheaply and are not detected.
-template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) noexcept {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
   static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_rope_qk: q and k have one element type");
-  return detail::rope_entry<Dispatch>("apply_rope_qk", freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
+  return detail::rope_entry("apply_rope_qk", freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
                                       {"q", "q", "k", "k"});
 }
-template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) {
-  detail::throw_if_error(try_apply_rope_qk<F, Q&, K&, void, Dispatch>(freq, q, k, pos));
+  detail::throw_if_error(try_apply_rope_qk<F, Q&, K&, void>(freq, q, k, pos));
 }
 
 /// Backward pass (the transpose of apply_rope): rotation by -p*w_i with the same magnitude, in place on the
 /// gradient. It inverts apply_rope exactly where the magnitude is 1.
-template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope_backward(const F& freq, X&& grad, const positions& pos) noexcept {
   const auto t = detail::make_target(grad, grad);
-  return detail::rope_entry<Dispatch>("apply_rope_backward", freq, pos, -1.0,
+  return detail::rope_entry("apply_rope_backward", freq, pos, -1.0,
                                       detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"grad", "grad"});
 }
-template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope_backward(const F& freq, X&& grad, const positions& pos) {
-  detail::throw_if_error(try_apply_rope_backward<F, X&, void, Dispatch>(freq, grad, pos));
+  detail::throw_if_error(try_apply_rope_backward<F, X&, void>(freq, grad, pos));
 }
 
 /// Backward pass out of place: grad_in = m * R(theta)^T grad_out = m * R(-theta) grad_out, where R(theta) is the
 /// forward rotation (theta = p * w_i per pair) and m the magnitude; features outside the rotated window are
 /// copied. `grad_in` must not overlap `grad_out`.
-template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) noexcept {
   const auto t = detail::make_target(grad_out, grad_in);
-  return detail::rope_entry<Dispatch>("apply_rope_backward", freq, pos, -1.0,
+  return detail::rope_entry("apply_rope_backward", freq, pos, -1.0,
                                       detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"grad_out", "grad_in"});
 }
-template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>, class Dispatch = detail::default_dispatch>
+template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) {
-  detail::throw_if_error(try_apply_rope_backward<F, X&, Y&, void, Dispatch>(freq, grad_out, grad_in, pos));
+  detail::throw_if_error(try_apply_rope_backward<F, X&, Y&, void>(freq, grad_out, grad_in, pos));
 }
 
 POSENC_END_NAMESPACE

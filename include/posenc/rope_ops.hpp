@@ -63,7 +63,7 @@ status check_plan_call(const char* fn, const rope_plan& plan, const positions& p
 /// if (posenc::status s = posenc::try_shift_rope(plan, k_cache_tail, -256); !s) log_error(s.message());
 /// posenc::shift_rope(plan, k_cache_tail, -256);  // the same, throwing
 /// ```
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_shift_rope(const rope_plan& plan, X&& k, index_t delta) noexcept {
   constexpr const char* fn = "shift_rope";
   const auto t = detail::make_target(k, k);
@@ -72,12 +72,12 @@ status try_shift_rope(const rope_plan& plan, X&& k, index_t delta) noexcept {
   POSENC_TRY(detail::check_plan_call(fn, plan, positions::offset(0), targets, {"k", "k"}, max_pos));
   if (t.in.empty()) return {};
   const detail::angle_src src{plan.inv_freq().data(), 1.0, detail::max_abs(plan.inv_freq())};
-  detail::run_rotation<Dispatch>(src, detail::delta_positions{delta, nullptr, 0}, detail::geom_of(plan), 1.0, targets);
+  detail::run_rotation(src, detail::delta_positions{delta, nullptr, 0}, detail::geom_of(plan), 1.0, targets);
   return {};
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void shift_rope(const rope_plan& plan, X&& k, index_t delta) {
-  detail::throw_if_error(try_shift_rope<X&, Dispatch>(plan, k, delta));
+  detail::throw_if_error(try_shift_rope<X&>(plan, k, delta));
 }
 
 /// Context shift with a delta per cached token: token (n, l) moves by deltas[n * row_stride + l], any sign
@@ -85,7 +85,7 @@ void shift_rope(const rope_plan& plan, X&& k, index_t delta) {
 /// [l0, l0 + count) of a larger batch passes deltas + l0 with the full row stride, no copy.
 /// Fails with invalid_argument, writing nothing, on an empty plan, a head-dim mismatch, (batch, length) !=
 /// (N, L), a row stride below L or null deltas (shift_rope throws argument_error).
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_t batch, index_t length,
                       index_t row_stride = -1) noexcept {
   constexpr const char* fn = "shift_rope";
@@ -96,14 +96,14 @@ status try_shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, 
   POSENC_TRY(detail::check_shift_deltas(fn, deltas, batch, length, row_stride, t.in.extent(0), t.in.extent(1)));
   if (t.in.empty()) return {};
   const detail::angle_src src{plan.inv_freq().data(), 1.0, detail::max_abs(plan.inv_freq())};
-  detail::run_rotation<Dispatch>(src, detail::delta_positions{0, deltas, row_stride < 0 ? length : row_stride},
+  detail::run_rotation(src, detail::delta_positions{0, deltas, row_stride < 0 ? length : row_stride},
                                  detail::geom_of(plan), 1.0, targets);
   return {};
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_t batch, index_t length,
                 index_t row_stride = -1) {
-  detail::throw_if_error(try_shift_rope<X&, Dispatch>(plan, k, deltas, batch, length, row_stride));
+  detail::throw_if_error(try_shift_rope<X&>(plan, k, deltas, batch, length, row_stride));
 }
 
 /// Re-rotates keys cached under plan `from` into plan `to` at the same positions, in one pass and in place:
@@ -111,7 +111,7 @@ void shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_
 /// growth, where vLLM and HF recompute keys instead. The plans must share head_dim, rotary dim, offset and
 /// style. Fails with invalid_argument, writing nothing, otherwise or on bad positions (rerotate_rope throws
 /// argument_error).
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) noexcept {
   constexpr const char* fn = "rerotate_rope";
   POSENC_TRY(detail::check_rerotate_plans(fn, from, to));
@@ -122,12 +122,12 @@ status try_rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, cons
   if (max_pos < 0) return {};
   const detail::rerotate_src src{from.inv_freq().data(), to.inv_freq().data(), to.magnitude() / from.magnitude(),
                                  detail::max_abs(from.inv_freq()) + detail::max_abs(to.inv_freq())};
-  detail::run_rotation<Dispatch>(src, pos, detail::geom_of(to), 1.0, targets);
+  detail::run_rotation(src, pos, detail::geom_of(to), 1.0, targets);
   return {};
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) {
-  detail::throw_if_error(try_rerotate_rope<X&, Dispatch>(from, to, k, pos));
+  detail::throw_if_error(try_rerotate_rope<X&>(from, to, k, pos));
 }
 
 /// Converts (N, L, H, D) tensors between pair layouts, out of place: within the window [rotary_offset,
@@ -135,7 +135,7 @@ void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const posi
 /// copied. RoPE commutes with it: convert(apply_rope_interleaved(x)) == apply_rope_half_split(convert(x)).
 /// Fails with invalid_argument, writing nothing, on a bad window, a shape mismatch or overlapping in/out
 /// (convert_rope_layout throws argument_error).
-template <class X, class Y, class Dispatch = detail::default_dispatch>
+template <class X, class Y>
 status try_convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rotary_offset, rope_style from,
                                rope_style to) noexcept {
   constexpr const char* fn = "convert_rope_layout";
@@ -148,12 +148,12 @@ status try_convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rota
   POSENC_TRY(detail::check_window(fn, t.in.extent(3), rotary_dim, rotary_offset));
   if (detail::spans_overlap(t.in, t.out)) return detail::fail(fn, "out overlaps in (conversion is out of place)");
   if (t.in.empty()) return {};
-  detail::run_convert_layout<Dispatch>(t.in, t.out, rotary_dim, rotary_offset, from, to);
+  detail::run_convert_layout(t.in, t.out, rotary_dim, rotary_offset, from, to);
   return {};
 }
-template <class X, class Y, class Dispatch = detail::default_dispatch>
+template <class X, class Y>
 void convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rotary_offset, rope_style from, rope_style to) {
-  detail::throw_if_error(try_convert_rope_layout<X&, Y&, Dispatch>(in, out, rotary_dim, rotary_offset, from, to));
+  detail::throw_if_error(try_convert_rope_layout<X&, Y&>(in, out, rotary_dim, rotary_offset, from, to));
 }
 
 /// Permutes the rows of a q or k projection weight [num_heads * head_dim, in_features] (or a bias, with

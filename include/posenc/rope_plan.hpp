@@ -177,13 +177,24 @@ inline bool depends_on_length(const rope_scaling& s) noexcept {
   }
 }
 
-/// A model's RoPE configuration; `make_rope_plan` turns it into frequencies.
-struct rope_config {
+/// Where the rotated window sits in a head and how it pairs features: the one description of a RoPE layout,
+/// shared by rope_config (which adds the frequencies), rope_plan::geometry() and rope_table_view (which adds an
+/// engine's own cos/sin table).
+struct rope_geometry {
   index_t head_dim = 0;       ///< D, the head dim (extent 3 of x); > 0
   index_t rotary_dim = 0;     ///< R, even; 0 means head_dim (HF: head_dim * partial_rotary_factor)
-  index_t rotary_offset = 0;  ///< where the rotated window starts inside the head
-  double base = 10000.0;      ///< rope_theta
+  index_t rotary_offset = 0;  ///< where the rotated window [rotary_offset, rotary_offset + R) starts in the head
   rope_style style = rope_style::half_split; ///< how the rotated features pair up
+
+  /// R with 0 resolved to head_dim.
+  constexpr index_t rotated_dim() const noexcept { return rotary_dim ? rotary_dim : head_dim; }
+  /// R/2, the rotated pairs.
+  constexpr index_t pairs() const noexcept { return rotated_dim() / 2; }
+};
+
+/// A model's RoPE configuration, its geometry plus the frequencies; `make_rope_plan` turns it into a plan.
+struct rope_config : rope_geometry {
+  double base = 10000.0;      ///< rope_theta
   rope_scaling scaling;                      ///< the context extension; none by default
   /// Per-pair divisors applied after the scaling, w_i / f_i (ggml's `rope_freqs` tensor); empty = none.
   std::vector<double> freq_factors;
@@ -230,6 +241,8 @@ class rope_plan {
   double logit_scale() const { return logit_scale_; }
   /// w_i, i = 0 .. R/2-1, in radians per position, after the scaling and freq_factors.
   const std::vector<double>& inv_freq() const { return inv_freq_; }
+  /// Head dim, window and style: {head_dim(), rotary_dim(), rotary_offset(), style()}.
+  rope_geometry geometry() const { return {head_dim_, rotary_dim(), rotary_offset_, style_}; }
   /// True for a default-constructed plan (no pairs); the apply functions reject it.
   bool empty() const { return inv_freq_.empty(); }
 

@@ -33,7 +33,7 @@ POSENC_BEGIN_NAMESPACE
 namespace detail {
 
 /// Every add_sinusoidal entry: all checks first (nothing is written on an error), then the kernels.
-template <class Dispatch, class T>
+template <class T>
 status add_sinusoidal_entry(const char* fn, const sinusoidal_config& cfg, const positions& pos,
                             const add_target<T>& t, const char* in_name, const char* out_name) {
   POSENC_TRY(check_sinusoidal_config(fn, cfg));
@@ -42,7 +42,7 @@ status add_sinusoidal_entry(const char* fn, const sinusoidal_config& cfg, const 
   POSENC_TRY(validate_positions(fn, pos, t.in.extent(0), t.in.extent(1), max_pos));
   if (max_pos < 0) return {};
   const sinusoid_params sp = sinusoid_params_of(cfg);
-  run_sinusoid_rows<Dispatch>(sp, pos, t.in, t.out);
+  run_sinusoid_rows(sp, pos, t.in, t.out);
   return {};
 }
 
@@ -98,7 +98,7 @@ inline std::vector<double> sinusoidal_frequencies(const sinusoidal_config& cfg) 
 /// posenc::sinusoidal_table({512}, pe);  // the buffer of the seed's PositionalEncoding(512, 1024)
 /// if (posenc::status s = posenc::try_sinusoidal_table({512}, pe); !s) log_error(s.message());
 /// ```
-template <class Out, class Dispatch = detail::default_dispatch>
+template <class Out>
 status try_sinusoidal_table(const sinusoidal_config& cfg, Out&& out, index_t offset = 0) noexcept {
   constexpr const char* fn = "sinusoidal_table";
   auto vo = as_view(out);
@@ -117,12 +117,12 @@ status try_sinusoidal_table(const sinusoidal_config& cfg, Out&& out, index_t off
   POSENC_TRY(detail::validate_positions(fn, pos, 1, vo.extent(0), max_pos));
   if (max_pos < 0) return {};
   const detail::sinusoid_params sp = detail::sinusoid_params_of(cfg);
-  detail::run_sinusoid_rows<Dispatch>(sp, pos, strided_view<const T, 3>(), o3);
+  detail::run_sinusoid_rows(sp, pos, strided_view<const T, 3>(), o3);
   return {};
 }
-template <class Out, class Dispatch = detail::default_dispatch>
+template <class Out>
 void sinusoidal_table(const sinusoidal_config& cfg, Out&& out, index_t offset = 0) {
-  detail::throw_if_error(try_sinusoidal_table<Out&, Dispatch>(cfg, out, offset));
+  detail::throw_if_error(try_sinusoidal_table<Out&>(cfg, out, offset));
 }
 
 /// Adds the sinusoidal encoding in place: x[n, l, :] += T[p(n, l), :] with T the table of sinusoidal_table
@@ -139,25 +139,25 @@ void sinusoidal_table(const sinusoidal_config& cfg, Out&& out, index_t offset = 
 /// Eigen::Tensor<float, 3, Eigen::RowMajor> x(2, 16, 512);  // token embeddings
 /// posenc::add_sinusoidal(x, {512}, posenc::positions::offset(0));
 /// ```
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_add_sinusoidal(const sinusoidal_config& cfg, X&& x, const positions& pos) noexcept {
   const auto t = detail::make_add_target(x, x);
-  return detail::add_sinusoidal_entry<Dispatch>("add_sinusoidal", cfg, pos, t, "x", "x");
+  return detail::add_sinusoidal_entry("add_sinusoidal", cfg, pos, t, "x", "x");
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void add_sinusoidal(const sinusoidal_config& cfg, X&& x, const positions& pos) {
-  detail::throw_if_error(try_add_sinusoidal<X&, Dispatch>(cfg, x, pos));
+  detail::throw_if_error(try_add_sinusoidal<X&>(cfg, x, pos));
 }
 
 /// Out of place: out = in + T[p]. `out` must not overlap `in` (pass one tensor twice for in place).
-template <class X, class Y, class Dispatch = detail::default_dispatch>
+template <class X, class Y>
 status try_add_sinusoidal(const sinusoidal_config& cfg, X&& in, Y&& out, const positions& pos) noexcept {
   const auto t = detail::make_add_target(in, out);
-  return detail::add_sinusoidal_entry<Dispatch>("add_sinusoidal", cfg, pos, t, "in", "out");
+  return detail::add_sinusoidal_entry("add_sinusoidal", cfg, pos, t, "in", "out");
 }
-template <class X, class Y, class Dispatch = detail::default_dispatch>
+template <class X, class Y>
 void add_sinusoidal(const sinusoidal_config& cfg, X&& in, Y&& out, const positions& pos) {
-  detail::throw_if_error(try_add_sinusoidal<X&, Y&, Dispatch>(cfg, in, out, pos));
+  detail::throw_if_error(try_add_sinusoidal<X&, Y&>(cfg, in, out, pos));
 }
 
 namespace detail {
@@ -278,21 +278,21 @@ class sinusoidal_embedding {
 
   /// Evaluation mode, in place: x += pe[p(n, l)] (default positions 0 .. L-1). No dropout.
   /// Throws argument_error, writing nothing, if D != dim or a position is negative or >= max_len.
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   void forward(X&& x, const positions& pos = positions::offset(0)) const {
-    detail::throw_if_error(try_forward<X&, Dispatch>(x, pos));
+    detail::throw_if_error(try_forward<X&>(x, pos));
   }
   /// forward without exceptions: a status with the message of the throwing form; x is unchanged on error.
   /// (Overloads rather than a default argument: the positions::offset(0) of a default argument would be
   /// evaluated outside the noexcept function.)
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   status try_forward(X&& x, const positions& pos) const noexcept {
-    return run<Dispatch>(x, pos, false, nullptr);
+    return run(x, pos, false, nullptr);
   }
   /// try_forward(x, pos) with positions 0 .. L-1.
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   status try_forward(X&& x) const noexcept {
-    return run<Dispatch>(x, positions::offset(0), false, nullptr);
+    return run(x, positions::offset(0), false, nullptr);
   }
 
   /// Training (train = true) or evaluation mode, in place: x += pe[p(n, l)], then, in training mode with
@@ -300,20 +300,20 @@ class sinusoidal_embedding {
   /// dropout, as torch.nn.Dropout). One draw of `rng` per element in (n, l, d) order, dropped iff
   /// (draw >> 11) * 2^-53 < p: the same seed gives the same mask on every platform. No draws in eval mode.
   /// Throws argument_error as forward above, changing neither x nor rng.
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   void forward(X&& x, bool train, std::mt19937_64& rng, const positions& pos = positions::offset(0)) const {
-    detail::throw_if_error(try_forward<X&, Dispatch>(x, train, rng, pos));
+    detail::throw_if_error(try_forward<X&>(x, train, rng, pos));
   }
   /// forward in training or evaluation mode without exceptions; on error neither x nor rng is changed (every
   /// check runs before the first draw).
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   status try_forward(X&& x, bool train, std::mt19937_64& rng, const positions& pos) const noexcept {
-    return run<Dispatch>(x, pos, train, &rng);
+    return run(x, pos, train, &rng);
   }
   /// try_forward(x, train, rng, pos) with positions 0 .. L-1.
-  template <class X, class Dispatch = detail::default_dispatch>
+  template <class X>
   status try_forward(X&& x, bool train, std::mt19937_64& rng) const noexcept {
-    return run<Dispatch>(x, positions::offset(0), train, &rng);
+    return run(x, positions::offset(0), train, &rng);
   }
 
  private:
@@ -334,7 +334,7 @@ class sinusoidal_embedding {
     });
   }
 
-  template <class Dispatch, class X>
+  template <class X>
   status run(X& x, const positions& pos, bool train, std::mt19937_64* rng) const noexcept {
     constexpr const char* fn = "sinusoidal_embedding::forward";
     const auto t = detail::make_add_target(x, x);
@@ -352,7 +352,7 @@ class sinusoidal_embedding {
     }
     const C* table = table_.data();
     const index_t dim = cfg_.dim;
-    detail::run_table_rows<Dispatch>(table, dim, 0, 1.0, pos, t);
+    detail::run_table_rows(table, dim, 0, 1.0, pos, t);
     return {};
   }
 

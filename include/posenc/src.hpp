@@ -6,6 +6,8 @@
 // `#include <posenc/rope.hpp>` preprocesses to ~38k lines instead of ~96k and compiles no SIMD code. This file
 // compiles the kernels of every target once, for every canonical storage type (float, double, f16, bf16),
 // and the throwing path. A combination missing here is a link error naming the entry, never wrong code.
+// Translation units built with other instruction-set flags (-mavx2, -march=...) are in another ABI namespace
+// (detail/abi.hpp) and link against a copy of this file built with their flags.
 #pragma once
 
 #if !defined(POSENC_SEPARATE_COMPILATION)
@@ -40,11 +42,11 @@
 
 // rope_rows: one input/output pair of any storage types, and q + k in place (apply_rope_qk).
 #define POSENC_INST_ROPE_K1(In, Out, Src, Pos)                                                                   \
-  template void rope_rows_entry<default_dispatch, Src, Pos, In, Out, 1>(                                       \
+  template void rope_rows_entry<Src, Pos, In, Out, 1>(                                       \
       const Src&, const Pos&, rope_style, index_t, index_t, double, const std::array<rope_io<In, Out>, 1>&, \
       const std::array<int, 1>&);
 #define POSENC_INST_ROPE_K2(T, Src, Pos)                                                                       \
-  template void rope_rows_entry<default_dispatch, Src, Pos, T, T, 2>(                                        \
+  template void rope_rows_entry<Src, Pos, T, T, 2>(                                        \
       const Src&, const Pos&, rope_style, index_t, index_t, double, const std::array<rope_io<T, T>, 2>&, \
       const std::array<int, 2>&);
 #define POSENC_INST_ROPE_INPLACE(T, Src, Pos) POSENC_INST_ROPE_K1(T, T, Src, Pos)
@@ -54,11 +56,11 @@
   POSENC_EACH_STORAGE_A(POSENC_INST_ROPE_K2, Src, Pos)
 #define POSENC_INST_ROPE_TABLE(C, Pos) POSENC_INST_ROPE_SOURCE(table_src<C>, Pos)
 
-#define POSENC_INST_COPY(In, Out) template void copy_tokens_entry<default_dispatch, In, Out>(const rope_io<In, Out>&);
+#define POSENC_INST_COPY(In, Out) template void copy_tokens_entry<In, Out>(const rope_io<In, Out>&);
 // append_rows: q, k and v of one storage type into caches of one type, from a plan, a cache or a table, where q
 // and k rotate in one arithmetic type (a double cache under float input takes the unfused path).
 #define POSENC_INST_APPEND(Out, In, Src)                                                                        \
-  template void append_rows_entry<default_dispatch, Src, In, Out>(const Src&, const positions&, rope_style,  \
+  template void append_rows_entry<Src, In, Out>(const Src&, const positions&, rope_style,  \
                                                                   index_t, index_t, const rope_io<In, In>&, \
                                                                   const rope_io<In, Out>&, const rope_io<In, Out>&);
 #define POSENC_INST_APPEND_NARROW(In, Src) \
@@ -69,18 +71,18 @@
 #define POSENC_INST_COPY_OUT(Out, unused) POSENC_EACH_STORAGE_B(POSENC_INST_COPY, Out)
 
 #define POSENC_INST_CACHE_FILL(C, unused) \
-  template void rope_cache_fill_entry<default_dispatch, C>(const angle_src&, index_t, index_t, C*, C*);
+  template void rope_cache_fill_entry<C>(const angle_src&, index_t, index_t, C*, C*);
 
 // rope_quant_rows: K (a plan, a cache or a table) and V (the same entry with a null source) into 8-bit codes.
 #define POSENC_INST_QUANT(In, Src, Code)                                                                           \
-  template void rope_quant_rows_entry<default_dispatch, Src, In, Code>(                                          \
+  template void rope_quant_rows_entry<Src, In, Code>(                                          \
       const Src*, const positions&, rope_style, index_t, index_t, const strided_view<const In, 4>&,               \
       const strided_view<Code, 4>&, const token_map&, const quant_params&);
 #define POSENC_INST_QUANT_CODES(In, Src) POSENC_INST_QUANT(In, Src, std::int8_t) POSENC_INST_QUANT(In, Src, std::uint8_t)
 #define POSENC_INST_QUANT_SOURCE(Src, unused) POSENC_EACH_STORAGE_A(POSENC_INST_QUANT_CODES, Src)
 
 #define POSENC_INST_ALIBI(T, Add, Slopes)                                                                      \
-  template void alibi_rows_entry<default_dispatch, Add, T, Slopes>(const strided_view<T, 4>&, const Slopes&, \
+  template void alibi_rows_entry<Add, T, Slopes>(const strided_view<T, 4>&, const Slopes&, \
                                                                    const positions&, bool, bool);
 #define POSENC_INST_ALIBI_VIEW(S, T) POSENC_INST_ALIBI(T, true, alibi_view_slopes<S>)
 #define POSENC_INST_ALIBI_ALL(T, unused)                     \
@@ -89,21 +91,21 @@
   POSENC_EACH_STORAGE_B(POSENC_INST_ALIBI_VIEW, T)
 
 #define POSENC_INST_SINUSOID(T, unused)                                                                       \
-  template void sinusoid_rows_entry<default_dispatch, T>(const sinusoid_params&, const positions&,          \
+  template void sinusoid_rows_entry<T>(const sinusoid_params&, const positions&,          \
                                                          const strided_view<const T, 3>&, const strided_view<T, 3>&);
 
 #define POSENC_INST_TABLE_ROWS(C, T)                                                                          \
-  template void table_rows_entry<default_dispatch, T, C>(const C*, index_t, index_t, double, const positions&, \
+  template void table_rows_entry<T, C>(const C*, index_t, index_t, double, const positions&, \
                                                          const add_target<T>&);
 #define POSENC_INST_TABLE_ROWS_ALL(T, unused) POSENC_EACH_TABLE(POSENC_INST_TABLE_ROWS, T)
 
 #define POSENC_INST_T5(C, T, Add)                                                                              \
-  template void t5_rows_entry<default_dispatch, Add, T, C>(const C*, index_t, const t5_runs&, const positions&, \
+  template void t5_rows_entry<Add, T, C>(const C*, index_t, const t5_runs&, const positions&, \
                                                            const strided_view<T, 4>&);
 #define POSENC_INST_T5_ALL(T, unused) POSENC_EACH_TABLE(POSENC_INST_T5, T, false) POSENC_EACH_TABLE(POSENC_INST_T5, T, true)
 
 #define POSENC_INST_CONVERT(T, unused)                                                                        \
-  template void convert_layout_entry<default_dispatch, T>(const strided_view<const T, 4>&,                  \
+  template void convert_layout_entry<T>(const strided_view<const T, 4>&,                  \
                                                           const strided_view<T, 4>&, index_t, index_t, rope_style, \
                                                           rope_style);
 

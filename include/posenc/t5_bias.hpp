@@ -211,13 +211,13 @@ class t5_relative_bias {
   /// `bias`: strided_view<T, 3> or a rank-3 Eigen tensor, T float, double, Eigen::half, Eigen::bfloat16.
   /// Throws argument_error, writing nothing, if extent 0 != H, the view is invalid or overlaps the table,
   /// query_offset < 0, or the module is empty.
-  template <class Out, class Dispatch = detail::default_dispatch>
+  template <class Out>
   void forward(Out&& bias, index_t query_offset = 0) const {
-    detail::throw_if_error(try_forward<Out&, Dispatch>(bias, query_offset));
+    detail::throw_if_error(try_forward<Out&>(bias, query_offset));
   }
 
   /// forward without exceptions: nothing is written when the status is not ok.
-  template <class Out, class Dispatch = detail::default_dispatch>
+  template <class Out>
   status try_forward(Out&& bias, index_t query_offset = 0) const noexcept {
     constexpr const char* fn = "t5_relative_bias::forward";
     auto vo = as_view(bias);
@@ -230,7 +230,7 @@ class t5_relative_bias {
     POSENC_TRY(check(fn, "bias", vo, true, query_offset));
     if (detail::spans_overlap(vo, table_.data(), table_.size())) return detail::fail(fn, "bias overlaps the table");
     if (vo.empty()) return {};
-    run<Dispatch>(std::false_type{}, detail::t5_as_4d(vo), positions::offset(query_offset));
+    run(std::false_type{}, detail::t5_as_4d(vo), positions::offset(query_offset));
     return {};
   }
 
@@ -300,12 +300,12 @@ class t5_relative_bias {
   }
 
   /// The kernel over a checked, non-empty [N, H, Lq, Lk] view: writes (forward) or adds (add_t5_bias).
-  template <class Dispatch, bool Add, class T>
+  template <bool Add, class T>
   void run(std::bool_constant<Add> mode, const strided_view<T, 4>& out, const positions& pos) const {
     const detail::t5_runs runs{first_.data(), static_cast<std::int64_t>(first_.size()) - 1, cfg_.bidirectional};
     const C* table = table_.data();
     const index_t heads = heads_;
-    detail::run_t5_rows<Dispatch>(mode, table, heads, runs, pos, out);
+    detail::run_t5_rows(mode, table, heads, runs, pos, out);
   }
 
   t5_bucket_config cfg_;
@@ -319,7 +319,7 @@ namespace detail {
 
 /// add_t5_bias's way into the module's table and bucket runs.
 struct t5_bias_access {
-  template <class Dispatch, class C, class X>
+  template <class C, class X>
   static status add(const t5_relative_bias<C>& rel, X&& scores, const positions& query_pos) noexcept {
     constexpr const char* fn = "add_t5_bias";
     const auto sv = as_view(std::forward<X>(scores));
@@ -341,7 +341,7 @@ struct t5_bias_access {
     POSENC_TRY(validate_positions(fn, query_pos, v.extent(0), v.extent(2), max_pos));
     if (spans_overlap(sv, rel.table_.data(), rel.table_.size())) return fail(fn, "scores overlap the table");
     if (max_pos < 0 || v.extent(3) == 0) return {};
-    rel.template run<Dispatch>(std::true_type{}, v, query_pos);
+    rel.run(std::true_type{}, v, query_pos);
     return {};
   }
 };
@@ -369,14 +369,14 @@ struct t5_bias_access {
 /// // decode: one new query per sequence after past[n] cached tokens, scores [N, H, 1, Lk]
 /// posenc::add_t5_bias(rel, scores, posenc::positions::per_sequence(past, N));
 /// ```
-template <class C, class X, class Dispatch = detail::default_dispatch>
+template <class C, class X>
 status try_add_t5_bias(const t5_relative_bias<C>& rel, X&& scores,
                        const positions& query_pos = positions::offset(0)) noexcept {
-  return detail::t5_bias_access::add<Dispatch>(rel, std::forward<X>(scores), query_pos);
+  return detail::t5_bias_access::add(rel, std::forward<X>(scores), query_pos);
 }
-template <class C, class X, class Dispatch = detail::default_dispatch>
+template <class C, class X>
 void add_t5_bias(const t5_relative_bias<C>& rel, X&& scores, const positions& query_pos = positions::offset(0)) {
-  detail::throw_if_error(try_add_t5_bias<C, X&, Dispatch>(rel, scores, query_pos));
+  detail::throw_if_error(try_add_t5_bias<C, X&>(rel, scores, query_pos));
 }
 
 POSENC_END_NAMESPACE

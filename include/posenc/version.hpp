@@ -7,9 +7,3 @@
 // Single integer for preprocessor comparisons: 10000 * major + 100 * minor + patch.
 #define POSENC_VERSION (POSENC_VERSION_MAJOR * 10000 + POSENC_VERSION_MINOR * 100 + POSENC_VERSION_PATCH)
 #define POSENC_VERSION_STRING "0.2.0"
-
-// Everything lives in posenc::POSENC_ABI_NAMESPACE so that two engines embedding different posenc versions
-// in one process get different mangled names instead of silent ODR violations.
-#ifndef POSENC_ABI_NAMESPACE
-#define POSENC_ABI_NAMESPACE v0
-#endif

@@ -31,7 +31,7 @@ POSENC_BEGIN_NAMESPACE
 namespace detail {
 
 /// Every xPos entry: all checks first (nothing is written on an error), then the kernels.
-template <class Dispatch, class In, class Out, std::size_t K>
+template <class In, class Out, std::size_t K>
 status xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, index_t center,
                   const std::array<xpos_mode, K>& modes, double direction, const std::array<rope_io<In, Out>, K>& targets,
                   const std::array<const char*, 2 * K>& names) {
@@ -49,7 +49,7 @@ status xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, i
     src.need[static_cast<std::size_t>(variant[k])] = true;
   }
   // Double arithmetic (rope_acc_t): the scale may leave float's range where the scaled value does not.
-  run_rope_rows<Dispatch>(src, pos, plan.config().style, 0, plan.pairs(), direction, targets, variant);
+  run_rope_rows(src, pos, plan.config().style, 0, plan.pairs(), direction, targets, variant);
   return {};
 }
 
@@ -73,59 +73,59 @@ status xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, i
 /// posenc::apply_xpos(plan, q, pos, center, posenc::xpos_mode::upscale);
 /// if (posenc::status s = posenc::try_apply_xpos(plan, k, pos, center, posenc::xpos_mode::downscale); !s) log_error(s.message());
 /// ```
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t center, xpos_mode mode) noexcept {
   const auto t = detail::make_target(x, x);
-  return detail::xpos_entry<Dispatch>("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
+  return detail::xpos_entry("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
                                       std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t center, xpos_mode mode) {
-  detail::throw_if_error(try_apply_xpos<X&, Dispatch>(plan, x, pos, center, mode));
+  detail::throw_if_error(try_apply_xpos<X&>(plan, x, pos, center, mode));
 }
 
 /// xPos out of place (`out` must not overlap `in`). `out` may hold another storage type than `in` (float q/k
 /// straight into a half, bfloat16 or float KV cache): the arithmetic is double (the scale may leave float's
 /// range where the scaled value does not) and each result is rounded to `out`'s type once.
-template <class X, class Y, class Dispatch = detail::default_dispatch>
+template <class X, class Y>
 status try_apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, index_t center,
                       xpos_mode mode) noexcept {
   const auto t = detail::make_target(in, out);
-  return detail::xpos_entry<Dispatch>("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
+  return detail::xpos_entry("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
                                       std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
 }
-template <class X, class Y, class Dispatch = detail::default_dispatch>
+template <class X, class Y>
 void apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, index_t center, xpos_mode mode) {
-  detail::throw_if_error(try_apply_xpos<X&, Y&, Dispatch>(plan, in, out, pos, center, mode));
+  detail::throw_if_error(try_apply_xpos<X&, Y&>(plan, in, out, pos, center, mode));
 }
 
 /// Queries upscaled and keys downscaled in one call, in place, around one centre: <q_m, k_n> then depends
 /// on m - n only (the centre cancels).
-template <class Q, class K, class Dispatch = detail::default_dispatch>
+template <class Q, class K>
 status try_apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) noexcept {
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_target(k, k);
   static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_xpos_qk: q and k have one element type");
-  return detail::xpos_entry<Dispatch>("apply_xpos_qk", plan, pos, center,
+  return detail::xpos_entry("apply_xpos_qk", plan, pos, center,
                                       std::array<xpos_mode, 2>{xpos_mode::upscale, xpos_mode::downscale}, 1.0,
                                       std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
 }
-template <class Q, class K, class Dispatch = detail::default_dispatch>
+template <class Q, class K>
 void apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) {
-  detail::throw_if_error(try_apply_xpos_qk<Q&, K&, Dispatch>(plan, q, k, pos, center));
+  detail::throw_if_error(try_apply_xpos_qk<Q&, K&>(plan, q, k, pos, center));
 }
 
 /// Backward pass (transpose): rotation by -p*w_i with the same per-pair scale as the forward `mode`.
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 status try_apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center,
                                xpos_mode mode) noexcept {
   const auto t = detail::make_target(grad, grad);
-  return detail::xpos_entry<Dispatch>("apply_xpos_backward", plan, pos, center, std::array<xpos_mode, 1>{mode}, -1.0,
+  return detail::xpos_entry("apply_xpos_backward", plan, pos, center, std::array<xpos_mode, 1>{mode}, -1.0,
                                       std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
 }
-template <class X, class Dispatch = detail::default_dispatch>
+template <class X>
 void apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center, xpos_mode mode) {
-  detail::throw_if_error(try_apply_xpos_backward<X&, Dispatch>(plan, grad, pos, center, mode));
+  detail::throw_if_error(try_apply_xpos_backward<X&>(plan, grad, pos, center, mode));
 }
 
 POSENC_END_NAMESPACE

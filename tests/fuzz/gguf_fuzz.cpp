@@ -2,7 +2,7 @@
 // invariants below holding, or be rejected with a status naming the defect: no crash, no sanitizer report, no
 // exception out of the noexcept entry points, no allocation beyond a small multiple of the input's size.
 //
-// Build and run: bash scripts/fuzz_gguf.sh [seconds]   (clang, -fsanitize=fuzzer,address,undefined; seeds:
+// Build and run: bash scripts/fuzz.sh gguf [seconds]   (clang, -fsanitize=fuzzer,address,undefined; seeds:
 // tests/data/gguf/*.gguf)
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // whose data size matches its shape and dtype, or be rejected with posenc::argument_error: no crash, no
 // sanitizer report, no other exception, no allocation beyond the input's size.
 //
-// Build and run: bash scripts/fuzz_npy.sh [seconds]   (clang, -fsanitize=fuzzer,address,undefined)
+// Build and run: bash scripts/fuzz.sh npy [seconds]   (clang, -fsanitize=fuzzer,address,undefined)
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

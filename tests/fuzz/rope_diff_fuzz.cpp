@@ -10,7 +10,7 @@
 // A rejected configuration is fine (a status, nothing written); a crash, a sanitizer report or a broken
 // property aborts with a message.
 //
-// Build and run: bash scripts/fuzz_rope.sh [seconds]   (clang, -fsanitize=fuzzer,address,undefined; seeds:
+// Build and run: bash scripts/fuzz.sh rope [seconds]   (clang, -fsanitize=fuzzer,address,undefined; seeds:
 // tests/fuzz/corpus_rope/)
 #include <fuzzer/FuzzedDataProvider.h>
 

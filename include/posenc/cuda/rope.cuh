@@ -147,9 +147,9 @@ class rope_table {
 
 namespace detail {
 
-inline posenc::detail::rope_geom geom_of(const rope_frequencies& f) { return posenc::detail::geom_of(f.plan()); }
+inline posenc::rope_geometry geom_of(const rope_frequencies& f) { return posenc::detail::geom_of(f.plan()); }
 template <class C>
-posenc::detail::rope_geom geom_of(const rope_table<C>& t) {
+posenc::rope_geometry geom_of(const rope_table<C>& t) {
   return posenc::detail::geom_of(t.plan());
 }
 inline status check_freq(const char* fn, const rope_frequencies& f) {
@@ -180,8 +180,8 @@ status launch_rotation(const char* fn, const posenc::detail::gpu::rope_params<In
 template <class Src, class In, class Out, std::size_t K>
 posenc::detail::gpu::rope_params<In, Out, Src> rotation_params(const std::array<posenc::detail::rope_io<In, Out>, K>& targets,
                                                                const posenc::detail::gpu::pos_params& pos, const Src& src,
-                                                               const posenc::detail::rope_geom& g, double sign) {
-  return {posenc::detail::gpu::pod_targets<In, Out>(targets), pos, src, g.style, g.offset, g.pairs, sign, {0, 0}};
+                                                               const posenc::rope_geometry& g, double sign) {
+  return {posenc::detail::gpu::pod_targets<In, Out>(targets), pos, src, g.style, g.rotary_offset, g.pairs(), sign, {0, 0}};
 }
 
 /// Every CUDA RoPE entry: the CPU API's checks first (nothing is launched on an error), then one launch for

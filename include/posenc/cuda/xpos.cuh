@@ -78,7 +78,7 @@ status xpos_launch(const char* fn, const xpos_frequencies& f, const positions& p
   if (max_pos < 0) return {};
   const posenc::detail::gpu::xpos_source src{f.device_inv_freq(), f.device_log_zeta(), center,
                                              f.plan().config().scale_base};
-  const posenc::detail::rope_geom g{f.plan().head_dim(), f.plan().pairs(), 0, f.plan().config().style};
+  const posenc::rope_geometry g{f.plan().head_dim(), 2 * f.plan().pairs(), 0, f.plan().config().style};
   auto p = rotation_params(targets, pod_positions(pos), src, g, sign);
   for (std::size_t k = 0; k < K; ++k) p.variant[k] = modes[k] == xpos_mode::upscale ? 0 : 1;
   return launch_rotation(fn, p, stream);

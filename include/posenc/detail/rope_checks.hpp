@@ -23,14 +23,7 @@ POSENC_BEGIN_NAMESPACE
 namespace detail {
 
 /// What the checks and the driver need of a cos/sin source: the head it fits and the window it rotates.
-struct rope_geom {
-  index_t head_dim = 0;
-  index_t pairs = 0;
-  index_t offset = 0;
-  rope_style style = rope_style::half_split;
-};
-
-inline rope_geom geom_of(const rope_plan& p) { return {p.head_dim(), p.pairs(), p.rotary_offset(), p.style()}; }
+inline rope_geometry geom_of(const rope_plan& p) { return p.geometry(); }
 
 
 /// The cos/sin source of a call: a plan must not be empty (caches and table views: rope.hpp).
@@ -97,7 +90,7 @@ status check_targets(const char* fn, index_t head_dim, const std::array<rope_io<
 /// valid and of the head dim, the targets of one batch and distinct, positions an offset. False only sends the
 /// call through the full checks, which accept or reject it with the message.
 template <class In, class Out, std::size_t K>
-bool quick_rope_call(const rope_geom& g, const positions& pos, const std::array<rope_io<In, Out>, K>& targets,
+bool quick_rope_call(const rope_geometry& g, const positions& pos, const std::array<rope_io<In, Out>, K>& targets,
                      index_t& max_pos) {
   bool ok = pos.kind() == positions::form::offset;
   const index_t n = targets[0].in.extent(0), l = targets[0].in.extent(1);
@@ -117,7 +110,7 @@ bool quick_rope_call(const rope_geom& g, const positions& pos, const std::array<
 /// Checks a rotation call; `max_pos` is its largest position (-1 when there is nothing to do). A launcher whose
 /// positions live in device memory passes `values_readable` false (see validate_positions).
 template <class In, class Out, std::size_t K>
-status check_rope_call(const char* fn, const rope_geom& g, const positions& pos,
+status check_rope_call(const char* fn, const rope_geometry& g, const positions& pos,
                        const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names,
                        index_t& max_pos, bool values_readable = true) {
   if (quick_rope_call(g, pos, targets, max_pos)) return {};

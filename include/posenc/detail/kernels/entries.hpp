@@ -2,7 +2,7 @@
 // IWYU pragma: private
 //
 // The kernel boundary: the one function per kernel that the public headers call, declared here without any
-// SIMD code. Each entry takes the dispatcher (detail/kernels/kernels.hpp) as its first template argument and
+// SIMD code. Each entry reaches its kernels through call_target (detail/kernels/kernels.hpp) and takes
 // storage types already mapped to posenc's canonical ones (float, double, f16_storage, bf16_storage), so that
 // every f16 type an engine passes (Eigen::half, ggml's uint16_t, _Float16) runs one instantiation.
 //
@@ -28,28 +28,6 @@
 
 POSENC_BEGIN_NAMESPACE
 namespace detail {
-
-// ---- dispatchers (defined in kernels.hpp) -----------------------------------------------------------------------
-
-/// The targets compiled here, as a bit set: part of the dispatcher's type, so that translation units with
-/// different baselines (and so different target sets) never share a dispatching instantiation.
-inline constexpr int compiled_targets = (POSENC_TARGET_SCALAR ? 1 : 0) | (POSENC_TARGET_AVX2 ? 2 : 0) |
-                                        (POSENC_TARGET_AVX512 ? 4 : 0) | (POSENC_TARGET_NEON ? 8 : 0);
-
-/// Run-time dispatch: the kernels of the active ISA (detail::current_isa(), posenc::active_isa()).
-template <int Compiled>
-struct dynamic_dispatch;
-/// Static dispatch (POSENC_STATIC_DISPATCH): the one compiled target, called directly.
-template <int Compiled>
-struct static_dispatch;
-
-/// The dispatcher of this translation unit: the last template parameter of every public function that runs a
-/// kernel, defaulted to this, so the instantiation's mangled name records how it dispatches.
-#if defined(POSENC_STATIC_DISPATCH)
-using default_dispatch = static_dispatch<compiled_targets>;
-#else
-using default_dispatch = dynamic_dispatch<compiled_targets>;
-#endif
 
 // ---- canonical storage ------------------------------------------------------------------------------------------
 
@@ -116,99 +94,99 @@ inline const alibi_formula_slopes& canonical(const alibi_formula_slopes& s) { re
 // ---- the entries (defined in kernels.hpp) ----------------------------------------------------------------------
 
 /// Rotates the tokens of `io` by `src` (detail/kernels/rope-inl.hpp rope_rows).
-template <class Dispatch, class Source, class Pos, class In, class Out, std::size_t K>
+template <class Source, class Pos, class In, class Out, std::size_t K>
 void rope_rows_entry(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
                      const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant);
 /// The fused KV-cache append: q (no heads: none) rotated in place, k rotated into and v copied into their cache
 /// rows, one pass per token (detail/kernels/rope-inl.hpp append_rows).
-template <class Dispatch, class Source, class In, class Out>
+template <class Source, class In, class Out>
 void append_rows_entry(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
                        const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v);
 /// Copies (and converts) the tokens of `t` into their output rows (V of a KV-cache append).
-template <class Dispatch, class In, class Out>
+template <class In, class Out>
 void copy_tokens_entry(const rope_io<In, Out>& t);
 /// Rows 0 .. positions-1 of a rope_cache.
-template <class Dispatch, class C>
+template <class C>
 void rope_cache_fill_entry(const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin);
 /// Every token of `in` rotated by `src` (K; null: V, only widened) and quantised into its 8-bit code rows
 /// through `map` (detail/kernels/quant-inl.hpp).
-template <class Dispatch, class Source, class In, class Code>
+template <class Source, class In, class Code>
 void rope_quant_rows_entry(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
                            const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
                            const quant_params& q);
 /// ALiBi bias written (Add false) or added into [N, H, Lq, Lk] scores.
-template <class Dispatch, bool Add, class T, class Slopes>
+template <bool Add, class T, class Slopes>
 void alibi_rows_entry(const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos, bool symmetric,
                       bool causal);
 /// Sinusoids added to `in` into `out` (an empty `in`: written).
-template <class Dispatch, class T>
+template <class T>
 void sinusoid_rows_entry(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
                          const strided_view<T, 3>& out);
 /// Rows of a table added (times `scale`) to a (N, L, D) target.
-template <class Dispatch, class T, class C>
+template <class T, class C>
 void table_rows_entry(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
                       const add_target<T>& t);
 /// T5 bias written (Add false) or added into [N, H, Lq, Lk] scores.
-template <class Dispatch, bool Add, class T, class C>
+template <bool Add, class T, class C>
 void t5_rows_entry(const C* table, index_t heads, const t5_runs& runs, const positions& pos,
                    const strided_view<T, 4>& out);
 /// Interleaved <-> half-split pair layout, out of place.
-template <class Dispatch, class T>
+template <class T>
 void convert_layout_entry(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
                           index_t offset, rope_style from, rope_style to);
 
 // ---- what the public headers call: canonical types, then the entry ---------------------------------------------
 
-template <class Dispatch, class Source, class Pos, class In, class Out, std::size_t K>
+template <class Source, class Pos, class In, class Out, std::size_t K>
 void run_rope_rows(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
                    const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
-  rope_rows_entry<Dispatch>(canonical(src), pos, style, offset, pairs, sign, canonical(io), variant);
+  rope_rows_entry(canonical(src), pos, style, offset, pairs, sign, canonical(io), variant);
 }
-template <class Dispatch, class Source, class In, class Out>
+template <class Source, class In, class Out>
 void run_append_rows(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
                      const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
-  append_rows_entry<Dispatch>(canonical(src), pos, style, offset, pairs, canonical(q), canonical(k), canonical(v));
+  append_rows_entry(canonical(src), pos, style, offset, pairs, canonical(q), canonical(k), canonical(v));
 }
-template <class Dispatch, class In, class Out>
+template <class In, class Out>
 void run_copy_tokens(const rope_io<In, Out>& t) {
-  copy_tokens_entry<Dispatch>(canonical(t));
+  copy_tokens_entry(canonical(t));
 }
-template <class Dispatch, class Source, class In, class Code>
+template <class Source, class In, class Code>
 void run_rope_quant_rows(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
                          const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
                          const quant_params& q) {
   using S = std::decay_t<decltype(canonical(*src))>;
   if (src == nullptr) {
-    rope_quant_rows_entry<Dispatch, S>(nullptr, pos, style, offset, pairs, canonical(in), out, map, q);
+    rope_quant_rows_entry<S>(nullptr, pos, style, offset, pairs, canonical(in), out, map, q);
   } else {
     const S cs = canonical(*src);
-    rope_quant_rows_entry<Dispatch>(&cs, pos, style, offset, pairs, canonical(in), out, map, q);
+    rope_quant_rows_entry(&cs, pos, style, offset, pairs, canonical(in), out, map, q);
   }
 }
-template <class Dispatch, bool Add, class T, class Slopes>
+template <bool Add, class T, class Slopes>
 void run_alibi_rows(std::bool_constant<Add>, const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos,
                     bool symmetric, bool causal) {
-  alibi_rows_entry<Dispatch, Add>(canonical(out), canonical(slopes), pos, symmetric, causal);
+  alibi_rows_entry<Add>(canonical(out), canonical(slopes), pos, symmetric, causal);
 }
-template <class Dispatch, class T>
+template <class T>
 void run_sinusoid_rows(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
                        const strided_view<T, 3>& out) {
-  sinusoid_rows_entry<Dispatch>(sp, pos, canonical(in), canonical(out));
+  sinusoid_rows_entry(sp, pos, canonical(in), canonical(out));
 }
-template <class Dispatch, class T, class C>
+template <class T, class C>
 void run_table_rows(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
                     const add_target<T>& t) {
-  table_rows_entry<Dispatch>(table, dim, row_offset, scale, pos, canonical(t));
+  table_rows_entry(table, dim, row_offset, scale, pos, canonical(t));
 }
-template <class Dispatch, bool Add, class T, class C>
+template <bool Add, class T, class C>
 void run_t5_rows(std::bool_constant<Add>, const C* table, index_t heads, const t5_runs& runs, const positions& pos,
                  const strided_view<T, 4>& out) {
-  t5_rows_entry<Dispatch, Add>(table, heads, runs, pos, canonical(out));
+  t5_rows_entry<Add>(table, heads, runs, pos, canonical(out));
 }
-template <class Dispatch, class T>
+template <class T>
 void run_convert_layout(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
                         index_t offset, rope_style from, rope_style to) {
-  convert_layout_entry<Dispatch>(canonical(in), canonical(out), rotary_dim, offset, from, to);
+  convert_layout_entry(canonical(in), canonical(out), rotary_dim, offset, from, to);
 }
 
 }  // namespace detail

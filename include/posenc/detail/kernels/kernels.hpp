@@ -91,104 +91,99 @@ POSENC_END_TARGET
 POSENC_BEGIN_NAMESPACE
 namespace detail {
 
-/// Run-time dispatch: `call(f)` runs f(n_X::target{}) for the active ISA (detail::current_isa(), posenc::active_isa()), or for the
-/// widest compiled target below it; when the active ISA is below everything compiled here (a cap under
-/// the includer's own baseline), the lowest compiled one. The active ISA is one relaxed atomic load, and the
-/// chain of compares is what a table of function pointers would cost, without defeating inlining of f.
-template <int Compiled>
-struct dynamic_dispatch {
-  template <class F>
-  static void call(F&& f) {
-    const isa a = current_isa();
-    static_cast<void>(a);
+/// Calls f(n_X::target{}) for the target whose kernels run now. Run-time dispatch (the default): the active ISA
+/// (detail::current_isa(), posenc::active_isa()), or the widest compiled target below it; when the active ISA
+/// is below everything compiled here (a cap under the includer's own baseline), the lowest compiled one. The
+/// active ISA is one relaxed atomic load, and the chain of compares is what a table of function pointers would
+/// cost, without defeating inlining of f. Static dispatch (POSENC_STATIC_DISPATCH): the one compiled target.
+/// Translation units with other targets compiled live in other ABI namespaces (detail/abi.hpp), so this never
+/// merges across them.
+template <class F>
+void call_target(F&& f) {
+#if defined(POSENC_STATIC_DISPATCH)
 #if POSENC_TARGET_AVX512
-    if (a == isa::avx512) return f(n_avx512::target{});
+  f(n_avx512::target{});
+#elif POSENC_TARGET_AVX2
+  f(n_avx2::target{});
+#elif POSENC_TARGET_NEON
+  f(n_neon::target{});
+#else
+  f(n_scalar::target{});
+#endif
+#else
+  const isa a = current_isa();
+  static_cast<void>(a);
+#if POSENC_TARGET_AVX512
+  if (a == isa::avx512) return f(n_avx512::target{});
 #endif
 #if POSENC_TARGET_AVX2
-    if (a == isa::avx2 || a == isa::avx512) return f(n_avx2::target{});
+  if (a == isa::avx2 || a == isa::avx512) return f(n_avx2::target{});
 #endif
 #if POSENC_TARGET_NEON
-    if (a == isa::neon) return f(n_neon::target{});
+  if (a == isa::neon) return f(n_neon::target{});
 #endif
 #if POSENC_TARGET_SCALAR
-    return f(n_scalar::target{});
+  return f(n_scalar::target{});
 #elif POSENC_TARGET_AVX2
-    return f(n_avx2::target{});
+  return f(n_avx2::target{});
 #elif POSENC_TARGET_AVX512
-    return f(n_avx512::target{});
+  return f(n_avx512::target{});
 #elif POSENC_TARGET_NEON
-    return f(n_neon::target{});
+  return f(n_neon::target{});
 #endif
-  }
-};
-
-/// Static dispatch (POSENC_STATIC_DISPATCH): the one compiled target, called directly.
-template <int Compiled>
-struct static_dispatch {
-  template <class F>
-  static void call(F&& f) {
-#if POSENC_TARGET_AVX512
-    f(n_avx512::target{});
-#elif POSENC_TARGET_AVX2
-    f(n_avx2::target{});
-#elif POSENC_TARGET_NEON
-    f(n_neon::target{});
-#else
-    f(n_scalar::target{});
 #endif
-  }
-};
+}
 
 // ---- the kernel entries (declared in entries.hpp) ---------------------------------------------------------------
 
-template <class Dispatch, class Source, class Pos, class In, class Out, std::size_t K>
+template <class Source, class Pos, class In, class Out, std::size_t K>
 void rope_rows_entry(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
                      const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
-  Dispatch::call([&](auto t) { rope_rows(t, src, pos, style, offset, pairs, sign, io, variant); });
+  call_target([&](auto t) { rope_rows(t, src, pos, style, offset, pairs, sign, io, variant); });
 }
-template <class Dispatch, class Source, class In, class Out>
+template <class Source, class In, class Out>
 void append_rows_entry(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
                        const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
-  Dispatch::call([&](auto t) { append_rows(t, src, pos, style, offset, pairs, q, k, v); });
+  call_target([&](auto t) { append_rows(t, src, pos, style, offset, pairs, q, k, v); });
 }
-template <class Dispatch, class In, class Out>
+template <class In, class Out>
 void copy_tokens_entry(const rope_io<In, Out>& t) {
-  Dispatch::call([&](auto k) { copy_tokens(k, t); });
+  call_target([&](auto k) { copy_tokens(k, t); });
 }
-template <class Dispatch, class C>
+template <class C>
 void rope_cache_fill_entry(const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin) {
-  Dispatch::call([&](auto t) { rope_cache_fill(t, src, positions, pairs, cos, sin); });
+  call_target([&](auto t) { rope_cache_fill(t, src, positions, pairs, cos, sin); });
 }
-template <class Dispatch, class Source, class In, class Code>
+template <class Source, class In, class Code>
 void rope_quant_rows_entry(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
                            const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
                            const quant_params& q) {
-  Dispatch::call([&](auto t) { rope_quant_rows(t, src, pos, style, offset, pairs, in, out, map, q); });
+  call_target([&](auto t) { rope_quant_rows(t, src, pos, style, offset, pairs, in, out, map, q); });
 }
-template <class Dispatch, bool Add, class T, class Slopes>
+template <bool Add, class T, class Slopes>
 void alibi_rows_entry(const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos, bool symmetric,
                       bool causal) {
-  Dispatch::call([&](auto k) { alibi_rows(k, std::bool_constant<Add>{}, out, slopes, pos, symmetric, causal); });
+  call_target([&](auto k) { alibi_rows(k, std::bool_constant<Add>{}, out, slopes, pos, symmetric, causal); });
 }
-template <class Dispatch, class T>
+template <class T>
 void sinusoid_rows_entry(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
                          const strided_view<T, 3>& out) {
-  Dispatch::call([&](auto k) { sinusoid_rows(k, sp, pos, in, out); });
+  call_target([&](auto k) { sinusoid_rows(k, sp, pos, in, out); });
 }
-template <class Dispatch, class T, class C>
+template <class T, class C>
 void table_rows_entry(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
                       const add_target<T>& t) {
-  Dispatch::call([&](auto k) { table_rows(k, table, dim, row_offset, scale, pos, t); });
+  call_target([&](auto k) { table_rows(k, table, dim, row_offset, scale, pos, t); });
 }
-template <class Dispatch, bool Add, class T, class C>
+template <bool Add, class T, class C>
 void t5_rows_entry(const C* table, index_t heads, const t5_runs& runs, const positions& pos,
                    const strided_view<T, 4>& out) {
-  Dispatch::call([&](auto k) { t5_rows(k, std::bool_constant<Add>{}, table, heads, runs, pos, out); });
+  call_target([&](auto k) { t5_rows(k, std::bool_constant<Add>{}, table, heads, runs, pos, out); });
 }
-template <class Dispatch, class T>
+template <class T>
 void convert_layout_entry(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
                           index_t offset, rope_style from, rope_style to) {
-  Dispatch::call([&](auto k) { convert_layout(k, in, out, rotary_dim, offset, from, to); });
+  call_target([&](auto k) { convert_layout(k, in, out, rotary_dim, offset, from, to); });
 }
 
 }  // namespace detail

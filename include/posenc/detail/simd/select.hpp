@@ -16,6 +16,14 @@
 #include "posenc/detail/simd/targets.hpp"
 #include "posenc/types.hpp"
 
+namespace posenc {
+namespace POSENC_PROCESS_NAMESPACE {
+/// The process-wide choice, -1 until the first call reads POSENC_ISA and the CPU: one object for every ABI
+/// namespace (config.hpp), so set_isa() from a -mavx2 translation unit caps the default-flags one too.
+inline std::atomic<int> isa_slot{-1};
+}  // namespace POSENC_PROCESS_NAMESPACE
+}  // namespace posenc
+
 POSENC_BEGIN_NAMESPACE
 namespace detail {
 
@@ -65,12 +73,9 @@ constexpr isa static_isa() noexcept {
 }
 #endif
 
-/// The process-wide choice, -1 until the first call reads POSENC_ISA and the CPU. Relaxed atomics: every
-/// thread computes the same answer, and set_isa is for tests and tools, not for changing kernels mid-call.
-inline std::atomic<int>& isa_slot() noexcept {
-  static std::atomic<int> slot{-1};
-  return slot;
-}
+/// The process-wide choice. Relaxed atomics: every thread computes the same answer, and set_isa is for tests
+/// and tools, not for changing kernels mid-call.
+inline std::atomic<int>& isa_slot() noexcept { return POSENC_PROCESS_NAMESPACE::isa_slot; }
 
 inline isa default_isa() noexcept {
   isa requested = isa::avx512;
