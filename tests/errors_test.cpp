@@ -564,6 +564,25 @@ TEST(TensorViewErrors, LayoutDoesNotFitRank) {
   expect_rejected([&] { (void)posenc::as_nlhd(u, posenc::layout::ld); }, {"posenc::as_nlhd", "rank 4"});
 }
 
+// The try_ form: the same message as a status, `out` unchanged; on success the same view as as_nlhd.
+TEST(TensorViewErrors, TryAsNlhd) {
+  Eigen::Tensor<float, 3, Eigen::RowMajor> t(2, 3, 16);
+  float marker = 0.0f;
+  posenc::strided_view<float, 4> out(&marker, {1, 1, 1, 1});
+  const posenc::status bad = posenc::try_as_nlhd(t, posenc::layout::nlhd, out);
+  EXPECT_EQ(bad.code(), posenc::errc::invalid_argument);
+  EXPECT_EQ(std::string(bad.message()), "posenc::as_nlhd: layout=NLHD does not fit a tensor of rank 3");
+  EXPECT_EQ(out.data(), &marker);
+  ASSERT_TRUE(posenc::try_as_nlhd(t, posenc::layout::nld, out).ok());
+  const auto want = posenc::as_nlhd(t, posenc::layout::nld);
+  EXPECT_EQ(out.data(), want.data());
+  EXPECT_EQ(out.extents(), want.extents());
+  EXPECT_EQ(out.strides(), want.strides());
+  EXPECT_EQ(out.extent(0), 2);
+  EXPECT_EQ(out.extent(1), 3);
+  EXPECT_EQ(out.extent(2), 1);
+}
+
 // ------------------------------------------------------------------------------------------ xPos
 
 posenc::xpos_config xcfg(index_t head_dim) {

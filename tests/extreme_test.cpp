@@ -294,6 +294,13 @@ TEST(ExtremeParameters, HugeAndTinyBasesAndFactorsRejectedOrFinite) {
     posenc::apply_rope(plan, posenc::strided_view<float, 4>(x.data(), {1, 1, 1, 16}),
                        posenc::positions::offset(index_t{1} << 62));
     for (float v : x) EXPECT_TRUE(std::isfinite(v)) << "base " << c.base;
+    // A rotation keeps each pair's norm (times the magnitude) however large the angle: half-split pairs (i, i + 8)
+    // of 0.75 each have norm 0.75 * sqrt(2) * m, to float rounding of the two products and sum.
+    const double want = 0.75 * std::sqrt(2.0) * plan.magnitude();
+    for (int i = 0; i < 8; ++i)
+      EXPECT_NEAR(std::hypot(double{x[static_cast<std::size_t>(i)]}, double{x[static_cast<std::size_t>(i + 8)]}), want,
+                  1e-6 * want)
+          << "pair " << i << " base " << c.base;
   }
   EXPECT_GT(rejected, 10);
   EXPECT_GT(accepted, 5);

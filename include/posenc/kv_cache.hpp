@@ -208,7 +208,7 @@ void run_append(const F& freq, const rope_io<Q, Q>* q, rope_io<KIn, KOut> k, rop
   } else {
     if (q != nullptr) run_rope(freq, pos, 1.0, std::array<rope_io<Q, Q>, 1>{*q});
     run_rope(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
-    run_copy_tokens(v);
+    copy_tokens_entry(canonical(v));
   }
 }
 

@@ -186,10 +186,10 @@ strided_view<T, R> as_view(const strided_view<T, R>& v) {
   return v;
 }
 
-/// The (N, L, H, D) view of a rank-2..4 view or Eigen tensor in the given layout; no copy. Rank 4 defaults
-/// to NLHD and rank 2 to LD; rank 3 is ambiguous (LHD or NLD) and must be named.
+namespace detail {
+/// as_nlhd's body: the view, or an empty one and ok = false when the layout does not fit the rank.
 template <class X>
-auto as_nlhd(X&& x, layout from) {
+auto nlhd_of(X&& x, layout from, bool& ok) {
   auto v = as_view(x);
   using V = decltype(v);
   using T = typename V::element_type;
@@ -198,6 +198,7 @@ auto as_nlhd(X&& x, layout from) {
   const auto& e = v.extents();
   const auto& s = v.strides();
   using A = std::array<index_t, 4>;
+  ok = true;
   if constexpr (R == 4) {
     if (from == layout::nlhd) return v;
     if (from == layout::nhld) return strided_view<T, 4>(v.data(), A{e[0], e[2], e[1], e[3]}, A{s[0], s[2], s[1], s[3]});
@@ -207,7 +208,35 @@ auto as_nlhd(X&& x, layout from) {
   } else {
     if (from == layout::ld) return strided_view<T, 4>(v.data(), A{1, e[0], 1, e[1]}, A{0, s[0], 0, s[1]});
   }
-  detail::throw_invalid_argument("as_nlhd", "layout=", static_cast<int>(from), " does not fit a tensor of rank ", R);
+  ok = false;
+  return strided_view<T, 4>();
+}
+}  // namespace detail
+
+/// The (N, L, H, D) view of a rank-2..4 view or Eigen tensor in the given layout; no copy. Rank 4 defaults
+/// to NLHD and rank 2 to LD; rank 3 is ambiguous (LHD or NLD) and must be named. Throws argument_error when
+/// the layout does not fit the rank (try_as_nlhd: a status instead).
+template <class X>
+auto as_nlhd(X&& x, layout from) {
+  bool ok = false;
+  auto v = detail::nlhd_of(std::forward<X>(x), from, ok);
+  if (!ok)
+    detail::throw_invalid_argument("as_nlhd", "layout=", to_string(from), " does not fit a tensor of rank ",
+                                   std::remove_reference_t<decltype(as_view(x))>::rank);
+  return v;
+}
+
+/// as_nlhd without exceptions: `out` is the (N, L, H, D) view on success, unchanged on an invalid_argument status
+/// (a layout that does not fit the tensor's rank).
+template <class X, class T>
+status try_as_nlhd(X&& x, layout from, strided_view<T, 4>& out) noexcept {
+  bool ok = false;
+  auto v = detail::nlhd_of(std::forward<X>(x), from, ok);
+  if (!ok)
+    return detail::fail("as_nlhd", "layout=", to_string(from), " does not fit a tensor of rank ",
+                        std::remove_reference_t<decltype(as_view(x))>::rank);
+  out = v;
+  return {};
 }
 
 template <class X>

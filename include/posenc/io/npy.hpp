@@ -14,7 +14,7 @@
 //   the end of the file, malformed or truncated headers (unknown, duplicate or missing keys, bad literals),
 //   Fortran order, big-endian, object, structured and other dtypes, negative or oversized dimensions, shapes
 //   whose byte size overflows, data shorter or longer than the shape says. It is fuzzed in CI
-//   (tests/fuzz/npy_fuzz.cpp, scripts/fuzz_npy.sh).
+//   (tests/fuzz/npy_fuzz.cpp, scripts/fuzz.sh npy).
 // - Replacing in one step: write_npy writes a temporary file next to the target and renames it onto the target
 //   (POSIX rename, atomic; Windows MoveFileExA with MOVEFILE_REPLACE_EXISTING, never delete-then-rename), so a
 //   failure leaves no partial file and an existing target untouched.

@@ -13,9 +13,7 @@ using isa_tag = POSENC_TARGET_ISA;
 
 /// The dispatch tag of this target. Every kernel entry takes it first, so the dispatcher's unqualified call
 /// finds the entry of this namespace by argument-dependent lookup.
-struct target {
-  using isa = isa_tag;
-};
+struct target {};
 
 }  // namespace POSENC_TARGET_NS
 }  // namespace detail

@@ -147,10 +147,6 @@ void run_append_rows(const Source& src, const positions& pos, rope_style style, 
                      const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
   append_rows_entry(canonical(src), pos, style, offset, pairs, canonical(q), canonical(k), canonical(v));
 }
-template <class In, class Out>
-void run_copy_tokens(const rope_io<In, Out>& t) {
-  copy_tokens_entry(canonical(t));
-}
 template <class Source, class In, class Code>
 void run_rope_quant_rows(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
                          const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,

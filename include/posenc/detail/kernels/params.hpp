@@ -40,7 +40,6 @@ struct token_map {
     while (shift < 62 && (index_t{1} << shift) < block_size) ++shift;
     return {nullptr, slots, slot_stride, block_size, (index_t{1} << shift) == block_size ? shift : -1};
   }
-  bool identity() const { return start == nullptr && slots == nullptr; }
   /// The output's (i0, i1) of token (n, l); false when the token is skipped.
   bool at(index_t n, index_t l, index_t& i0, index_t& i1) const {
     if (slots != nullptr) {
@@ -143,22 +142,10 @@ struct table_src {
   static constexpr int variants = 1;
 };
 
-template <class S>
-struct is_table_src : std::false_type {};
-template <class C>
-struct is_table_src<table_src<C>> : std::true_type {};
-
 /// The arithmetic type of a rotation kernel: double if In or Out is double, and always for xPos (its scale
 /// may leave float's range where the scaled value does not); float otherwise.
 template <class Source, class In, class Out>
 using rope_acc_t = std::conditional_t<std::is_same_v<Source, xpos_src>, double, simd::acc2_t<In, Out>>;
-
-/// The cos/sin value type a source hands to the rows: the arithmetic type (a table of another type or layout
-/// is converted per token into a buffer, which every head of the token then reads with vector loads).
-template <class Source, class A>
-struct rope_value {
-  using type = A;
-};
 
 // ---- positions a kernel walks, besides posenc::positions -------------------------------------------------------
 

@@ -436,7 +436,9 @@ void source_fill(const table_src<T>& s, index_t p, index_t b, index_t e, C (*cbu
 template <class Source, class A, class P = index_t>
 class source_rows {
  public:
-  using C = typename rope_value<Source, A>::type;
+  // cos/sin reach the rows in the arithmetic type (a table of another type or layout is converted per token
+  // into a buffer, which every head of the token then reads with vector loads).
+  using C = A;
   static constexpr int variants = Source::variants;
 
   source_rows(const Source& src, rope_style style, index_t pairs, A sign)

@@ -18,18 +18,10 @@
 POSENC_BEGIN_NAMESPACE
 namespace detail::simd {
 
-struct scalar {
-  static constexpr const char* name = "scalar";
-};
-struct avx2 {
-  static constexpr const char* name = "avx2";
-};
-struct avx512 {
-  static constexpr const char* name = "avx512";
-};
-struct neon {
-  static constexpr const char* name = "neon";
-};
+struct scalar {};
+struct avx2 {};
+struct avx512 {};
+struct neon {};
 
 /// Descriptor of the vectors of lane type A (float or double) of instruction set Isa.
 template <class A, class Isa>
@@ -50,10 +42,6 @@ using acc_t = std::conditional_t<std::is_same_v<std::remove_cv_t<T>, double>, do
 /// Arithmetic type of a kernel reading In and writing Out: double if either is double.
 template <class In, class Out>
 using acc2_t = std::conditional_t<std::is_same_v<acc_t<In>, double> || std::is_same_v<acc_t<Out>, double>, double, float>;
-
-/// 16-bit storage (storage_format f16 or bf16, posenc/storage.hpp).
-template <class T>
-inline constexpr bool is_narrow_float_v = detail::is_f16_v<T> || detail::is_bf16_v<T>;
 
 /// The storage types the vector ops load and store.
 template <class T>

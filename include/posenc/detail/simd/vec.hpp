@@ -24,7 +24,8 @@
 //   set1(lanes<A, I>, A) -> V
 //   add, sub, mul, div(V, V)
 //   fma(a, b, c) = a*b + c, fnma(a, b, c) = c - a*b   fused, one rounding (scalar: two roundings, see there)
-//   min(a, b), max(a, b)                         b where either is NaN (x86 minpd's rule: pass the bound first)
+//   min(a, b), max(a, b)                         b where either is NaN (x86 minpd's rule: pass the bound first;
+//                                                NEON: a compare and select, since vminq/vmaxq return the NaN)
 //   -- pairs and layout --
 //   pair_swap(V)                                 x1 x0 x3 x2 ...        (width >= 2: not in scalar.hpp)
 //   sign_alternate(V)                            -x0 x1 -x2 x3 ...      (width >= 2: not in scalar.hpp)
