@@ -26,6 +26,9 @@
 #include <posenc/mrope.hpp>
 #include <posenc/rope_params.hpp>
 
+#include "messages.hpp"
+#include "scratch.hpp"
+
 #ifndef POSENC_GGUF_DATA_DIR
 #define POSENC_GGUF_DATA_DIR "tests/data/gguf"  // the build defines this as an absolute path
 #endif
@@ -38,16 +41,11 @@ constexpr long double kPi = 3.141592653589793238462643383279502884L;
 
 std::string data(const std::string& name) { return std::string(POSENC_GGUF_DATA_DIR) + "/" + name; }
 
-std::vector<unsigned char> file_bytes(const std::string& name) {
-  std::ifstream in(data(name), std::ios::binary);
-  return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), {});
-}
+std::vector<unsigned char> file_bytes(const std::string& name) { return posenc_test::read_bytes(data(name)); }
 
 float to_f32(double v) { return static_cast<float>(v); }
 
-void expect_contains(std::string_view msg, std::initializer_list<std::string> parts) {
-  for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "\"" << p << "\" not in: " << msg;
-}
+using posenc_test::expect_contains;
 
 void expect_scaling_eq(const posenc::rope_scaling& got, const posenc::rope_scaling& want) {
   EXPECT_EQ(got.type, want.type);

@@ -21,6 +21,7 @@
 #include <posenc/mrope.hpp>
 #include <posenc/rope_params.hpp>
 
+#include "messages.hpp"
 #include "scratch.hpp"
 
 #ifndef POSENC_HF_DATA_DIR
@@ -43,19 +44,9 @@ posenc::hf_rope_info load(const char* name, const posenc::hf_options& opt = {}) 
 }
 
 /// The message of the argument_error `f` throws; a test failure if it throws nothing.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const posenc::argument_error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected posenc::argument_error";
-  return {};
-}
+std::string error_of(const std::function<void()>& f) { return posenc_test::thrown_message(f); }
 
-void expect_contains(std::string_view msg, std::initializer_list<const char*> parts) {
-  for (const char* p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "\"" << p << "\" not in: " << msg;
-}
+using posenc_test::expect_contains;
 
 /// Every field of two scalings.
 void expect_scaling_eq(const posenc::rope_scaling& got, const posenc::rope_scaling& want) {
@@ -554,10 +545,7 @@ TEST(HfConfigErrors, FileErrors) {
   expect_contains(error_of([] { posenc::rope_config_from_hf_file(data("no_such_config.json")); }),
                   {"posenc::rope_config_from_hf_file: cannot open path=\"", "no_such_config.json\""});
   const std::string path = posenc_test::scratch_path("not_json.json");
-  {
-    std::ofstream out(path);
-    out << "{\"head_dim\": 64,";
-  }
+  posenc_test::write_text(path, "{\"head_dim\": 64,");
   expect_contains(error_of([&] { posenc::rope_config_from_hf_file(path); }),
                   {"posenc::rope_config_from_hf_file: path=\"", "\" is not valid JSON: ", "parse error"});
   std::remove(path.c_str());
@@ -578,10 +566,7 @@ TEST(HfConfigTry, StatusFormsCarryTheSameMessage) {
 
   EXPECT_EQ(posenc::try_rope_config_from_hf_file(data("no_such_config.json"), info).code(), posenc::errc::io_error);
   const std::string path = posenc_test::scratch_path("try_not_json.json");
-  {
-    std::ofstream out(path);
-    out << "[1, 2";
-  }
+  posenc_test::write_text(path, "[1, 2");
   EXPECT_EQ(posenc::try_rope_config_from_hf_file(path, info).code(), posenc::errc::invalid_file);
   std::remove(path.c_str());
   EXPECT_EQ(info.model_type, "untouched");

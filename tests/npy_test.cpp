@@ -22,26 +22,17 @@
 #include <posenc/io/npy_tensors.hpp>
 #include <posenc/t5_bias.hpp>
 
+#include "messages.hpp"
 #include "scratch.hpp"
 
 namespace {
 
 using posenc::index_t;
-using bytes_t = std::vector<unsigned char>;
-
-std::string temp_path(const std::string& name) { return posenc_test::scratch_path(name); }
-
-bool file_exists(const std::string& p) { return static_cast<bool>(std::ifstream(p, std::ios::binary)); }
-
-void write_file(const std::string& p, const bytes_t& b) {
-  std::ofstream o(p, std::ios::binary | std::ios::trunc);
-  o.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
-
-bytes_t read_file(const std::string& p) {
-  std::ifstream i(p, std::ios::binary);
-  return bytes_t((std::istreambuf_iterator<char>(i)), std::istreambuf_iterator<char>());
-}
+using posenc_test::bytes_t;
+using posenc_test::file_exists;
+using posenc_test::read_bytes;
+using posenc_test::scratch_path;
+using posenc_test::write_bytes;
 
 /// A .npy image with the given version and header text (padded as numpy does unless raw) and data bytes.
 bytes_t craft(int major, const std::string& header, const bytes_t& data, bool pad = true) {
@@ -67,17 +58,7 @@ std::string dict(const std::string& descr, const std::string& shape, const std::
   return "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
 }
 
-/// The message of the posenc::argument_error `f` throws; a test failure if it throws none.
-template <class F>
-std::string thrown_message(F&& f) {
-  try {
-    f();
-  } catch (const posenc::argument_error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no posenc::argument_error";
-  return "";
-}
+using posenc_test::thrown_message;
 
 /// An array no call here produces: what an out-parameter holds before a rejected try_ call, and after it.
 posenc::npy_array sentinel_array() {
@@ -135,7 +116,7 @@ TEST(Npy, RoundTripEveryDtypeAndVersion) {
         EXPECT_EQ(static_cast<std::size_t>(a.size()), n);
         EXPECT_EQ(static_cast<std::size_t>(a.itemsize()), item);
         // Through a file.
-        const std::string p = temp_path(std::string("rt_") + (dtype + 1) + std::to_string(version) + ".npy");
+        const std::string p = scratch_path(std::string("rt_") + (dtype + 1) + std::to_string(version) + ".npy");
         posenc::write_npy(p, dtype, shape, data.data(), version);
         const posenc::npy_array f = posenc::read_npy(p);
         EXPECT_EQ(f.dtype, dtype);
@@ -200,7 +181,7 @@ TEST(Npy, TypedEigenHelpers) {
   // write_npy of a tensor and back through the file helpers.
   Eigen::Tensor<float, 3, Eigen::RowMajor> t(2, 3, 4);
   for (index_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<float>(i) * 0.5f - 3.0f;
-  const std::string p = temp_path("tensor.npy");
+  const std::string p = scratch_path("tensor.npy");
   posenc::write_npy(p, t);
   const auto back = posenc::read_npy_tensor<float, 3>(p);
   ASSERT_EQ(back.dimension(0), 2);
@@ -222,7 +203,7 @@ TEST(Npy, LoadSaveModuleTables) {
   cfg.position_offset = 2;  // OPT: the file holds all 12 rows
   posenc::learned_position_embedding<> a(cfg), b(cfg);
   a.init_normal(7);
-  const std::string p = temp_path("wpe.npy");
+  const std::string p = scratch_path("wpe.npy");
   posenc::save_npy_table(p, a);
   const auto raw = posenc::read_npy(p);
   EXPECT_EQ(raw.dtype, "<f4");
@@ -257,18 +238,18 @@ TEST(Npy, LoadSaveModuleTables) {
 }
 
 TEST(Npy, WriteIsAtomic) {
-  const std::string p = temp_path("atomic.npy");
+  const std::string p = scratch_path("atomic.npy");
   const float v[2] = {1, 2};
   posenc::write_npy(p, "<f4", {2}, v);
-  const bytes_t first = read_file(p);
+  const bytes_t first = read_bytes(p);
   // A rejected write leaves the existing file as it was, and no temporary behind.
   EXPECT_THROW(posenc::write_npy(p, "<c8", {2}, v), posenc::argument_error);
   EXPECT_THROW(posenc::write_npy(p, "<f4", {-2}, v), posenc::argument_error);
   EXPECT_THROW(posenc::write_npy(p, "<f4", {2}, nullptr), posenc::argument_error);
   EXPECT_THROW(posenc::write_npy(p, "<f4", {2}, v, 4), posenc::argument_error);
-  EXPECT_EQ(read_file(p), first);
+  EXPECT_EQ(read_bytes(p), first);
   // A directory that does not exist: nothing is created.
-  const std::string missing = temp_path("no_such_dir/x.npy");
+  const std::string missing = scratch_path("no_such_dir/x.npy");
   EXPECT_THROW(posenc::write_npy(missing, "<f4", {2}, v), posenc::argument_error);
   EXPECT_FALSE(file_exists(missing));
   // Replacing works.
@@ -282,7 +263,7 @@ TEST(Npy, WriteIsAtomic) {
 // directory in the way makes rename() fail, and the directory must still be there afterwards (a delete-then-
 // rename fallback would have removed it and written the file).
 TEST(Npy, FailedRenameLeavesTheTarget) {
-  const std::string p = temp_path("dir_in_the_way.npy");
+  const std::string p = scratch_path("dir_in_the_way.npy");
   ASSERT_EQ(::mkdir(p.c_str(), 0700), 0);
   const float v[2] = {1, 2};
   const posenc::status s = posenc::try_write_npy(p, "<f4", {2}, v);
@@ -308,8 +289,8 @@ void expect_rejected(const bytes_t& img, const std::string& needle) {
     parse_msg = e.what();
     EXPECT_NE(parse_msg.find(needle), std::string::npos) << "message: " << e.what();
   }
-  const std::string p = temp_path("reject.npy");
-  write_file(p, img);
+  const std::string p = scratch_path("reject.npy");
+  write_bytes(p, img);
   try {
     posenc::read_npy(p);
     ADD_FAILURE() << "read_npy accepted input that should fail with '" << needle << "'";
@@ -394,7 +375,7 @@ TEST(NpyRejects, ShapeExceedsFile) {
 }
 TEST(NpyRejects, TrailingBytes) { expect_rejected(craft(1, dict("<f4", "(2, 2)"), k_data24), "past the data"); }
 TEST(NpyRejects, MissingFile) {
-  EXPECT_THROW(posenc::read_npy(temp_path("does_not_exist.npy")), posenc::argument_error);
+  EXPECT_THROW(posenc::read_npy(scratch_path("does_not_exist.npy")), posenc::argument_error);
   EXPECT_THROW(posenc::parse_npy(nullptr, 10), posenc::argument_error);
   EXPECT_THROW(posenc::parse_npy(nullptr, 0), posenc::argument_error);
 }
@@ -438,8 +419,8 @@ TEST(NpyNoThrow, ParseAndReadMatchTheThrowingForms) {
   expect_same(a, posenc::parse_npy(img.data(), img.size()), "try_parse_npy");
   EXPECT_EQ(a.shape, (std::vector<index_t>{2, 3}));
 
-  const std::string p = temp_path("try_read.npy");
-  write_file(p, img);
+  const std::string p = scratch_path("try_read.npy");
+  write_bytes(p, img);
   posenc::npy_array f = sentinel_array();
   EXPECT_TRUE(posenc::try_read_npy(p, f).ok());
   expect_same(f, posenc::read_npy(p), "try_read_npy");
@@ -455,7 +436,7 @@ TEST(NpyNoThrow, ParseAndReadMatchTheThrowingForms) {
                 thrown_message([] { posenc::parse_npy(nullptr, 0); }), "empty buffer");
   expect_same(out, before, "try_parse_npy(nullptr, 0) out");
   // A missing file: io_error.
-  const std::string missing = temp_path("try_missing.npy");
+  const std::string missing = scratch_path("try_missing.npy");
   expect_status(posenc::try_read_npy(missing, out), posenc::errc::io_error,
                 thrown_message([&] { posenc::read_npy(missing); }), "missing file");
   EXPECT_NE(out.dtype.find("<i8"), std::string::npos);
@@ -483,9 +464,9 @@ TEST(NpyNoThrow, SerializeAndWriteMatchTheThrowingForms) {
                                   {"<f4", {3}, v, 4},
                                   {"<f4", std::vector<index_t>(65, 1), v, 0},
                                   {"<f8", {index_t{1} << 40, index_t{1} << 40}, v, 0}};
-  const std::string p = temp_path("try_write.npy");
+  const std::string p = scratch_path("try_write.npy");
   posenc::write_npy(p, "<f4", {3}, v);
-  const bytes_t first = read_file(p);
+  const bytes_t first = read_bytes(p);
   for (const bad_case& b : bad) {
     out = marker;
     const std::string msg = thrown_message([&] { posenc::serialize_npy(b.dtype, b.shape, b.data, b.version); });
@@ -496,28 +477,28 @@ TEST(NpyNoThrow, SerializeAndWriteMatchTheThrowingForms) {
     EXPECT_EQ(thrown_message([&] { posenc::write_npy(p, b.dtype, b.shape, b.data, b.version); }), msg);
     expect_status(posenc::try_write_npy(p, b.dtype, b.shape, b.data, b.version), posenc::errc::invalid_argument, msg,
                   "try_write_npy " + b.dtype);
-    EXPECT_EQ(read_file(p), first);
+    EXPECT_EQ(read_bytes(p), first);
   }
 
   // Accepted: the same bytes as write_npy.
   const float w[2] = {7, 8};
   EXPECT_TRUE(posenc::try_write_npy(p, "<f4", {2}, w).ok());
-  EXPECT_EQ(read_file(p), posenc::serialize_npy("<f4", {2}, w));
-  const std::string q = temp_path("try_write_q.npy");
+  EXPECT_EQ(read_bytes(p), posenc::serialize_npy("<f4", {2}, w));
+  const std::string q = scratch_path("try_write_q.npy");
   posenc::write_npy(q, "<f4", {2}, w);
-  EXPECT_EQ(read_file(q), read_file(p));
+  EXPECT_EQ(read_bytes(q), read_bytes(p));
   std::remove(q.c_str());
 
   // A directory that does not exist: io_error (cannot create), nothing created.
-  const std::string missing = temp_path("try_no_such_dir/x.npy");
+  const std::string missing = scratch_path("try_no_such_dir/x.npy");
   expect_status(posenc::try_write_npy(missing, "<f4", {2}, w), posenc::errc::io_error,
                 thrown_message([&] { posenc::write_npy(missing, "<f4", {2}, w); }), "try_write_npy missing dir");
   EXPECT_FALSE(file_exists(missing));
   // A non-empty directory in the way: io_error (cannot rename), the directory kept, no temporary left.
-  const std::string dir = temp_path("try_dir_in_the_way");
+  const std::string dir = scratch_path("try_dir_in_the_way");
   ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
   const std::string inside = dir + "/keep";
-  write_file(inside, {1});
+  write_bytes(inside, {1});
   const std::string rename_msg = thrown_message([&] { posenc::write_npy(dir, "<f4", {2}, w); });
   EXPECT_NE(rename_msg.find("cannot rename"), std::string::npos) << rename_msg;
   expect_status(posenc::try_write_npy(dir, "<f4", {2}, w), posenc::errc::io_error, rename_msg, "try_write_npy rename");
@@ -529,13 +510,13 @@ TEST(NpyNoThrow, SerializeAndWriteMatchTheThrowingForms) {
   tensor2f t(2, 2);
   t.setValues({{1, 2}, {3, 4}});
   EXPECT_TRUE(posenc::try_write_npy(p, t).ok());
-  EXPECT_EQ(read_file(p), posenc::serialize_npy("<f4", {2, 2}, t.data()));
-  const bytes_t second = read_file(p);
+  EXPECT_EQ(read_bytes(p), posenc::serialize_npy("<f4", {2, 2}, t.data()));
+  const bytes_t second = read_bytes(p);
   expect_status(posenc::try_write_npy(p, t, 5), posenc::errc::invalid_argument,
                 thrown_message([&] { posenc::write_npy(p, t, 5); }), "try_write_npy tensor version");
   expect_status(posenc::try_write_npy(missing, t), posenc::errc::io_error,
                 thrown_message([&] { posenc::write_npy(missing, t); }), "try_write_npy tensor missing dir");
-  EXPECT_EQ(read_file(p), second);
+  EXPECT_EQ(read_bytes(p), second);
   std::remove(p.c_str());
 }
 
@@ -582,7 +563,7 @@ TEST(NpyNoThrow, TensorConversionsMatchTheThrowingForms) {
   EXPECT_TRUE(tf_untouched());
 
   // read_npy_tensor: the file's problems are invalid_file (or io_error), with the throwing form's message.
-  const std::string p = temp_path("try_tensor.npy");
+  const std::string p = scratch_path("try_tensor.npy");
   posenc::write_npy(p, "<f8", {2, 2}, d);
   EXPECT_TRUE(posenc::try_read_npy_tensor(p, tf).ok());
   const tensor2f back = posenc::read_npy_tensor<float, 2>(p);
@@ -596,7 +577,7 @@ TEST(NpyNoThrow, TensorConversionsMatchTheThrowingForms) {
   expect_status(posenc::try_read_npy_tensor(p, ti), posenc::errc::invalid_file,
                 thrown_message([&] { (void)posenc::read_npy_tensor<std::int32_t, 1>(p); }), "read_npy_tensor range");
   EXPECT_TRUE(ti_untouched());
-  write_file(p, craft(1, dict(">f4", "(2, 3)"), k_data24));
+  write_bytes(p, craft(1, dict(">f4", "(2, 3)"), k_data24));
   expect_status(posenc::try_read_npy_tensor(p, tf), posenc::errc::invalid_file,
                 thrown_message([&] { (void)posenc::read_npy_tensor<float, 2>(p); }), "read_npy_tensor big-endian");
   std::remove(p.c_str());
@@ -608,11 +589,11 @@ TEST(NpyNoThrow, TensorConversionsMatchTheThrowingForms) {
 TEST(NpyNoThrow, TableLoadSaveMatchTheThrowingForms) {
   fake_module a{{1, 2, 3, 4, 5, 6}};
   fake_module b{{0, 0, 0, 0, 0, 0}};
-  const std::string p = temp_path("try_table.npy");
+  const std::string p = scratch_path("try_table.npy");
   EXPECT_TRUE(posenc::try_save_npy_table(p, a).ok());
-  const bytes_t saved = read_file(p);
+  const bytes_t saved = read_bytes(p);
   posenc::save_npy_table(p, a);
-  EXPECT_EQ(read_file(p), saved);
+  EXPECT_EQ(read_bytes(p), saved);
   EXPECT_TRUE(posenc::try_load_npy_table(p, b).ok());
   EXPECT_EQ(b.t, a.t);
 
@@ -627,7 +608,7 @@ TEST(NpyNoThrow, TableLoadSaveMatchTheThrowingForms) {
   posenc::write_npy(p, "<i4", {2, 3}, i6);
   expect_status(posenc::try_load_npy_table(p, c), posenc::errc::invalid_file,
                 thrown_message([&] { posenc::load_npy_table(p, c); }), "table dtype");
-  write_file(p, craft(1, dict("<f4", "(2, 3)", "True"), k_data24));
+  write_bytes(p, craft(1, dict("<f4", "(2, 3)", "True"), k_data24));
   expect_status(posenc::try_load_npy_table(p, c), posenc::errc::invalid_file,
                 thrown_message([&] { posenc::load_npy_table(p, c); }), "table Fortran order");
   std::remove(p.c_str());
@@ -636,7 +617,7 @@ TEST(NpyNoThrow, TableLoadSaveMatchTheThrowingForms) {
   EXPECT_EQ(c.t, before);
 
   // Saving: a bad version is invalid_argument, a missing directory io_error; nothing is written.
-  const std::string missing = temp_path("try_no_such_dir/t.npy");
+  const std::string missing = scratch_path("try_no_such_dir/t.npy");
   expect_status(posenc::try_save_npy_table(missing, a), posenc::errc::io_error,
                 thrown_message([&] { posenc::save_npy_table(missing, a); }), "save missing dir");
   expect_status(posenc::try_save_npy_table(p, a, 9), posenc::errc::invalid_argument,

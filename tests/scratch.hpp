@@ -4,8 +4,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -30,5 +34,26 @@ inline const std::string& scratch_dir() {
 }
 /// A file name inside scratch_dir().
 inline std::string scratch_path(const std::string& name) { return scratch_dir() + "/" + name; }
+
+// ---- the file helpers every reader test uses (npy, GGUF, Hugging Face config) --------------------------------
+
+using bytes_t = std::vector<unsigned char>;
+
+/// The whole file (empty if it cannot be opened).
+inline bytes_t read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return bytes_t(std::istreambuf_iterator<char>(in), {});
+}
+/// Writes `b` as the whole file.
+inline void write_bytes(const std::string& path, const bytes_t& b) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+/// Writes `text` as the whole file.
+inline void write_text(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+inline bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(path, std::ios::binary)); }
 
 }  // namespace posenc_test

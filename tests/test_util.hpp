@@ -17,6 +17,7 @@
 #include <posenc/posenc.hpp>
 
 #include "golden.hpp"
+#include "messages.hpp"
 #include "scratch.hpp"
 
 namespace posenc_test {
@@ -262,17 +263,6 @@ double expect_close(const std::vector<T>& got, const golden_array& expected, con
 
 // ---- the no-throw API: a try_ form against its throwing form --------------------------------------------------
 
-/// The message of the posenc::argument_error that `f` throws; a test failure, and "(no exception)", if none.
-template <class F>
-std::string thrown_message(F&& f) {
-  try {
-    f();
-  } catch (const posenc::argument_error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no posenc::argument_error";
-  return "(no exception)";
-}
 
 /// `s` is the throwing form's rejection: invalid_argument with exactly its message `thrown`.
 inline void expect_rejection(const posenc::status& s, const std::string& thrown, const std::string& what) {
