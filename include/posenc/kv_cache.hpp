@@ -203,12 +203,11 @@ void run_append(const F& freq, const rope_io<Q, Q>* q, rope_io<KIn, KOut> k, rop
                 std::is_same_v<O, canonical_of_t<VOut>> && std::is_same_v<rope_acc_t<S, I, O>, rope_acc_t<S, I, I>>) {
     const rope_geometry g = geom_of(freq);
     const rope_io<I, I> cq = q != nullptr ? canonical(*q) : rope_io<I, I>{};
-    append_rows_entry(canonical(source_of(freq)), pos, g.style, g.rotary_offset, g.pairs(), cq, canonical(k),
-                                canonical(v));
+    run_append_rows(source_of(freq), pos, g.style, g.rotary_offset, g.pairs(), cq, k, v);
   } else {
     if (q != nullptr) run_rope(freq, pos, 1.0, std::array<rope_io<Q, Q>, 1>{*q});
     run_rope(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
-    copy_tokens_entry(canonical(v));
+    run_copy_tokens(v);
   }
 }
 

@@ -86,12 +86,13 @@ void run_quantized(const F* freq, const strided_view<const In, 4>& in, const pos
                    const strided_view<Code, 4>& out, const strided_view<float, 3>& scales, const token_map& map) {
   const quant_params qp{q.format, q.scales, q.scale_stride, q.dynamic() ? scales.data() : nullptr,
                         {scales.stride(0), scales.stride(1), scales.stride(2)}};
-  using S = decltype(source_of(*freq));
+  // The source is made canonical here: the kernel list's run_ forms map values, not what a pointer points to.
+  using S = std::decay_t<decltype(canonical(source_of(*freq)))>;
   if (freq == nullptr) {
     run_rope_quant_rows(static_cast<const S*>(nullptr), pos, rope_style::half_split, 0, 0, in, out, map, qp);
     return;
   }
-  const S src = source_of(*freq);
+  const S src = canonical(source_of(*freq));
   const rope_geometry g = geom_of(*freq);
   run_rope_quant_rows(&src, pos, g.style, g.rotary_offset, g.pairs(), in, out, map, qp);
 }

@@ -40,137 +40,86 @@
   M(float, __VA_ARGS__) M(double, __VA_ARGS__) M(f16_storage, __VA_ARGS__) M(bf16_storage, __VA_ARGS__)
 #define POSENC_EACH_TABLE(M, ...) M(float, __VA_ARGS__) M(double, __VA_ARGS__)
 
-// rope_rows: one input/output pair of any storage types, and q + k in place (apply_rope_qk).
-#define POSENC_INST_ROPE_K1(In, Out, Src, Pos)                                                                   \
-  template void rope_rows_entry<Src, Pos, In, Out, 1>(                                       \
-      const Src&, const Pos&, rope_style, index_t, index_t, double, const std::array<rope_io<In, Out>, 1>&, \
-      const std::array<int, 1>&);
-#define POSENC_INST_ROPE_K2(T, Src, Pos)                                                                       \
-  template void rope_rows_entry<Src, Pos, T, T, 2>(                                        \
-      const Src&, const Pos&, rope_style, index_t, index_t, double, const std::array<rope_io<T, T>, 2>&, \
-      const std::array<int, 2>&);
-#define POSENC_INST_ROPE_INPLACE(T, Src, Pos) POSENC_INST_ROPE_K1(T, T, Src, Pos)
-#define POSENC_INST_ROPE_OUT(Out, Src, Pos) POSENC_EACH_STORAGE_B(POSENC_INST_ROPE_K1, Out, Src, Pos)
-#define POSENC_INST_ROPE_SOURCE(Src, Pos)                 \
-  POSENC_EACH_STORAGE_A(POSENC_INST_ROPE_OUT, Src, Pos) \
-  POSENC_EACH_STORAGE_A(POSENC_INST_ROPE_K2, Src, Pos)
-#define POSENC_INST_ROPE_TABLE(C, Pos) POSENC_INST_ROPE_SOURCE(table_src<C>, Pos)
+// ---- the instantiation patterns the kernel list names (detail/kernels/entries.hpp); E: the entry's template --
+#define POSENC_I_ONE(T, E) template struct E<T>;
+#define POSENC_I_PAIR(In, Out, E) template struct E<In, Out>;
+#define POSENC_I_PAIR_OUT(Out, E) POSENC_EACH_STORAGE_B(POSENC_I_PAIR, Out, E)
+/// One canonical storage type.
+#define POSENC_INST_EACH_T(E) POSENC_EACH_STORAGE_A(POSENC_I_ONE, E)
+/// Every (in, out) pair of storage types.
+#define POSENC_INST_EACH_PAIR(E) POSENC_EACH_STORAGE_A(POSENC_I_PAIR_OUT, E)
+/// The types of a rope_cache (float, double).
+#define POSENC_INST_EACH_TABLE(E) POSENC_EACH_TABLE(POSENC_I_ONE, E)
 
-#define POSENC_INST_COPY(In, Out) template void copy_tokens_entry<In, Out>(const rope_io<In, Out>&);
+// rope_rows: one input/output pair of any storage types, and q + k in place (apply_rope_qk), from a plan, a
+// cache or an engine's table of each type (apply_rope, the KV-cache append, the quantised forms), MRoPE and
+// xPos; context shift and re-rotation in place.
+#define POSENC_I_ROPE_K1(In, Out, E, Src, Pos) template struct E<Src, Pos, In, Out, 1>;
+#define POSENC_I_ROPE_K2(T, E, Src, Pos) template struct E<Src, Pos, T, T, 2>;
+#define POSENC_I_ROPE_INPLACE(T, E, Src, Pos) POSENC_I_ROPE_K1(T, T, E, Src, Pos)
+#define POSENC_I_ROPE_OUT(Out, E, Src, Pos) POSENC_EACH_STORAGE_B(POSENC_I_ROPE_K1, Out, E, Src, Pos)
+#define POSENC_I_ROPE_SOURCE(E, Src, Pos)                   \
+  POSENC_EACH_STORAGE_A(POSENC_I_ROPE_OUT, E, Src, Pos) \
+  POSENC_EACH_STORAGE_A(POSENC_I_ROPE_K2, E, Src, Pos)
+#define POSENC_INST_ROPE_ROWS(E)                                              \
+  POSENC_I_ROPE_SOURCE(E, angle_src, positions)                               \
+  POSENC_I_ROPE_SOURCE(E, table_src<float>, positions)                        \
+  POSENC_I_ROPE_SOURCE(E, table_src<double>, positions)                       \
+  POSENC_I_ROPE_SOURCE(E, table_src<f16_storage>, positions)                  \
+  POSENC_I_ROPE_SOURCE(E, table_src<bf16_storage>, positions)                 \
+  POSENC_I_ROPE_SOURCE(E, mrope_src, mrope_positions)                         \
+  POSENC_I_ROPE_SOURCE(E, xpos_src, positions)                                \
+  POSENC_EACH_STORAGE_A(POSENC_I_ROPE_INPLACE, E, angle_src, delta_positions) \
+  POSENC_EACH_STORAGE_A(POSENC_I_ROPE_INPLACE, E, rerotate_src, positions)
+
 // append_rows: q, k and v of one storage type into caches of one type, from a plan, a cache or a table, where q
 // and k rotate in one arithmetic type (a double cache under float input takes the unfused path).
-#define POSENC_INST_APPEND(Out, In, Src)                                                                        \
-  template void append_rows_entry<Src, In, Out>(const Src&, const positions&, rope_style,  \
-                                                                  index_t, index_t, const rope_io<In, In>&, \
-                                                                  const rope_io<In, Out>&, const rope_io<In, Out>&);
-#define POSENC_INST_APPEND_NARROW(In, Src) \
-  POSENC_INST_APPEND(float, In, Src) POSENC_INST_APPEND(f16_storage, In, Src) POSENC_INST_APPEND(bf16_storage, In, Src)
-#define POSENC_INST_APPEND_SOURCE(Src, unused)                                                      \
-  POSENC_INST_APPEND_NARROW(float, Src) POSENC_INST_APPEND_NARROW(f16_storage, Src)                \
-  POSENC_INST_APPEND_NARROW(bf16_storage, Src) POSENC_EACH_STORAGE_B(POSENC_INST_APPEND, double, Src)
-#define POSENC_INST_COPY_OUT(Out, unused) POSENC_EACH_STORAGE_B(POSENC_INST_COPY, Out)
-
-#define POSENC_INST_CACHE_FILL(C, unused) \
-  template void rope_cache_fill_entry<C>(const angle_src&, index_t, index_t, C*, C*);
+#define POSENC_I_APPEND(Out, In, E, Src) template struct E<Src, In, Out>;
+#define POSENC_I_APPEND_NARROW(In, E, Src) \
+  POSENC_I_APPEND(float, In, E, Src) POSENC_I_APPEND(f16_storage, In, E, Src) POSENC_I_APPEND(bf16_storage, In, E, Src)
+#define POSENC_I_APPEND_SOURCE(Src, E)                                                                 \
+  POSENC_I_APPEND_NARROW(float, E, Src) POSENC_I_APPEND_NARROW(f16_storage, E, Src)                \
+  POSENC_I_APPEND_NARROW(bf16_storage, E, Src) POSENC_EACH_STORAGE_B(POSENC_I_APPEND, double, E, Src)
+#define POSENC_INST_APPEND_ROWS(E)                                                                     \
+  POSENC_I_APPEND_SOURCE(angle_src, E) POSENC_I_APPEND_SOURCE(table_src<float>, E)                 \
+  POSENC_I_APPEND_SOURCE(table_src<double>, E) POSENC_I_APPEND_SOURCE(table_src<f16_storage>, E)   \
+  POSENC_I_APPEND_SOURCE(table_src<bf16_storage>, E)
 
 // rope_quant_rows: K (a plan, a cache or a table) and V (the same entry with a null source) into 8-bit codes.
-#define POSENC_INST_QUANT(In, Src, Code)                                                                           \
-  template void rope_quant_rows_entry<Src, In, Code>(                                          \
-      const Src*, const positions&, rope_style, index_t, index_t, const strided_view<const In, 4>&,               \
-      const strided_view<Code, 4>&, const token_map&, const quant_params&);
-#define POSENC_INST_QUANT_CODES(In, Src) POSENC_INST_QUANT(In, Src, std::int8_t) POSENC_INST_QUANT(In, Src, std::uint8_t)
-#define POSENC_INST_QUANT_SOURCE(Src, unused) POSENC_EACH_STORAGE_A(POSENC_INST_QUANT_CODES, Src)
+#define POSENC_I_QUANT(In, E, Src) template struct E<Src, In, std::int8_t>; template struct E<Src, In, std::uint8_t>;
+#define POSENC_I_QUANT_SOURCE(Src, E) POSENC_EACH_STORAGE_A(POSENC_I_QUANT, E, Src)
+#define POSENC_INST_QUANT_ROWS(E)                                                                      \
+  POSENC_I_QUANT_SOURCE(angle_src, E) POSENC_I_QUANT_SOURCE(table_src<float>, E)                   \
+  POSENC_I_QUANT_SOURCE(table_src<double>, E) POSENC_I_QUANT_SOURCE(table_src<f16_storage>, E)     \
+  POSENC_I_QUANT_SOURCE(table_src<bf16_storage>, E)
 
-#define POSENC_INST_ALIBI(T, Add, Slopes)                                                                      \
-  template void alibi_rows_entry<Add, T, Slopes>(const strided_view<T, 4>&, const Slopes&, \
-                                                                   const positions&, bool, bool);
-#define POSENC_INST_ALIBI_VIEW(S, T) POSENC_INST_ALIBI(T, true, alibi_view_slopes<S>)
-#define POSENC_INST_ALIBI_ALL(T, unused)                     \
-  POSENC_INST_ALIBI(T, false, alibi_formula_slopes)          \
-  POSENC_INST_ALIBI(T, true, alibi_formula_slopes)           \
-  POSENC_EACH_STORAGE_B(POSENC_INST_ALIBI_VIEW, T)
+// alibi_rows: written from the formula, added from the formula or from slopes of any storage type.
+#define POSENC_I_ALIBI_VIEW(S, T, E) template struct E<true, T, alibi_view_slopes<S>>;
+#define POSENC_I_ALIBI_T(T, E)                         \
+  template struct E<false, T, alibi_formula_slopes>; \
+  template struct E<true, T, alibi_formula_slopes>;  \
+  POSENC_EACH_STORAGE_B(POSENC_I_ALIBI_VIEW, T, E)
+#define POSENC_INST_ALIBI_ROWS(E) POSENC_EACH_STORAGE_A(POSENC_I_ALIBI_T, E)
 
-#define POSENC_INST_SINUSOID(T, unused)                                                                       \
-  template void sinusoid_rows_entry<T>(const sinusoid_params&, const positions&,          \
-                                                         const strided_view<const T, 3>&, const strided_view<T, 3>&);
+// table_rows (learned and sinusoidal tables of float or double into any storage type) and t5_rows (written
+// or added).
+#define POSENC_I_T_TABLE(C, T, E) template struct E<T, C>;
+#define POSENC_I_T_BY_TABLE(T, E) POSENC_EACH_TABLE(POSENC_I_T_TABLE, T, E)
+#define POSENC_INST_T_BY_TABLE(E) POSENC_EACH_STORAGE_A(POSENC_I_T_BY_TABLE, E)
+#define POSENC_I_T5(C, T, E) template struct E<false, T, C>; template struct E<true, T, C>;
+#define POSENC_I_T5_T(T, E) POSENC_EACH_TABLE(POSENC_I_T5, T, E)
+#define POSENC_INST_T5_ROWS(E) POSENC_EACH_STORAGE_A(POSENC_I_T5_T, E)
 
-#define POSENC_INST_TABLE_ROWS(C, T)                                                                          \
-  template void table_rows_entry<T, C>(const C*, index_t, index_t, double, const positions&, \
-                                                         const add_target<T>&);
-#define POSENC_INST_TABLE_ROWS_ALL(T, unused) POSENC_EACH_TABLE(POSENC_INST_TABLE_ROWS, T)
-
-#define POSENC_INST_T5(C, T, Add)                                                                              \
-  template void t5_rows_entry<Add, T, C>(const C*, index_t, const t5_runs&, const positions&, \
-                                                           const strided_view<T, 4>&);
-#define POSENC_INST_T5_ALL(T, unused) POSENC_EACH_TABLE(POSENC_INST_T5, T, false) POSENC_EACH_TABLE(POSENC_INST_T5, T, true)
-
-#define POSENC_INST_CONVERT(T, unused)                                                                        \
-  template void convert_layout_entry<T>(const strided_view<const T, 4>&,                  \
-                                                          const strided_view<T, 4>&, index_t, index_t, rope_style, \
-                                                          rope_style);
+#define POSENC_INSTANTIATE(name, tparams, targs, params, args, inst) inst(name##_entry)
 
 POSENC_BEGIN_NAMESPACE
 namespace detail {
-
-// apply_rope and friends, the KV-cache append, the quantised forms: a plan, a rope_cache or an engine's table.
-POSENC_INST_ROPE_SOURCE(angle_src, positions)
-POSENC_INST_ROPE_TABLE(float, positions)
-POSENC_INST_ROPE_TABLE(double, positions)
-POSENC_INST_ROPE_TABLE(f16_storage, positions)
-POSENC_INST_ROPE_TABLE(bf16_storage, positions)
-// MRoPE and xPos: any pair of storage types, q + k in place.
-POSENC_INST_ROPE_SOURCE(mrope_src, mrope_positions)
-POSENC_INST_ROPE_SOURCE(xpos_src, positions)
-// Context shift and re-rotation: in place.
-POSENC_EACH_STORAGE_A(POSENC_INST_ROPE_INPLACE, angle_src, delta_positions)
-POSENC_EACH_STORAGE_A(POSENC_INST_ROPE_INPLACE, rerotate_src, positions)
-
-POSENC_EACH_STORAGE_A(POSENC_INST_COPY_OUT, 0)
-POSENC_INST_APPEND_SOURCE(angle_src, 0)
-POSENC_INST_APPEND_SOURCE(table_src<float>, 0)
-POSENC_INST_APPEND_SOURCE(table_src<double>, 0)
-POSENC_INST_APPEND_SOURCE(table_src<f16_storage>, 0)
-POSENC_INST_APPEND_SOURCE(table_src<bf16_storage>, 0)
-POSENC_EACH_TABLE(POSENC_INST_CACHE_FILL, 0)
-POSENC_INST_QUANT_SOURCE(angle_src, 0)
-POSENC_INST_QUANT_SOURCE(table_src<float>, 0)
-POSENC_INST_QUANT_SOURCE(table_src<double>, 0)
-POSENC_INST_QUANT_SOURCE(table_src<f16_storage>, 0)
-POSENC_INST_QUANT_SOURCE(table_src<bf16_storage>, 0)
-POSENC_EACH_STORAGE_A(POSENC_INST_ALIBI_ALL, 0)
-POSENC_EACH_STORAGE_A(POSENC_INST_SINUSOID, 0)
-POSENC_EACH_STORAGE_A(POSENC_INST_TABLE_ROWS_ALL, 0)
-POSENC_EACH_STORAGE_A(POSENC_INST_T5_ALL, 0)
-POSENC_EACH_STORAGE_A(POSENC_INST_CONVERT, 0)
-
+POSENC_KERNEL_LIST(POSENC_INSTANTIATE)
 }  // namespace detail
 POSENC_END_NAMESPACE
 // NOLINTEND(bugprone-macro-parentheses)
 
+#undef POSENC_INSTANTIATE
 #undef POSENC_EACH_STORAGE_A
 #undef POSENC_EACH_STORAGE_B
 #undef POSENC_EACH_TABLE
-#undef POSENC_INST_ROPE_K1
-#undef POSENC_INST_ROPE_K2
-#undef POSENC_INST_ROPE_INPLACE
-#undef POSENC_INST_ROPE_OUT
-#undef POSENC_INST_ROPE_SOURCE
-#undef POSENC_INST_ROPE_TABLE
-#undef POSENC_INST_COPY
-#undef POSENC_INST_COPY_OUT
-#undef POSENC_INST_APPEND
-#undef POSENC_INST_APPEND_NARROW
-#undef POSENC_INST_APPEND_SOURCE
-#undef POSENC_INST_CACHE_FILL
-#undef POSENC_INST_QUANT
-#undef POSENC_INST_QUANT_CODES
-#undef POSENC_INST_QUANT_SOURCE
-#undef POSENC_INST_ALIBI
-#undef POSENC_INST_ALIBI_VIEW
-#undef POSENC_INST_ALIBI_ALL
-#undef POSENC_INST_SINUSOID
-#undef POSENC_INST_TABLE_ROWS
-#undef POSENC_INST_TABLE_ROWS_ALL
-#undef POSENC_INST_T5
-#undef POSENC_INST_T5_ALL
-#undef POSENC_INST_CONVERT

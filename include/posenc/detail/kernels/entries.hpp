@@ -91,99 +91,91 @@ inline const rerotate_src& canonical(const rerotate_src& s) { return s; }
 inline const xpos_src& canonical(const xpos_src& s) { return s; }
 inline const alibi_formula_slopes& canonical(const alibi_formula_slopes& s) { return s; }
 
-// ---- the entries (defined in kernels.hpp) ----------------------------------------------------------------------
-
-/// Rotates the tokens of `io` by `src` (detail/kernels/rope-inl.hpp rope_rows).
-template <class Source, class Pos, class In, class Out, std::size_t K>
-void rope_rows_entry(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
-                     const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant);
-/// The fused KV-cache append: q (no heads: none) rotated in place, k rotated into and v copied into their cache
-/// rows, one pass per token (detail/kernels/rope-inl.hpp append_rows).
-template <class Source, class In, class Out>
-void append_rows_entry(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
-                       const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v);
-/// Copies (and converts) the tokens of `t` into their output rows (V of a KV-cache append).
-template <class In, class Out>
-void copy_tokens_entry(const rope_io<In, Out>& t);
-/// Rows 0 .. positions-1 of a rope_cache.
-template <class C>
-void rope_cache_fill_entry(const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin);
-/// Every token of `in` rotated by `src` (K; null: V, only widened) and quantised into its 8-bit code rows
-/// through `map` (detail/kernels/quant-inl.hpp).
-template <class Source, class In, class Code>
-void rope_quant_rows_entry(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
-                           const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
-                           const quant_params& q);
-/// ALiBi bias written (Add false) or added into [N, H, Lq, Lk] scores.
-template <bool Add, class T, class Slopes>
-void alibi_rows_entry(const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos, bool symmetric,
-                      bool causal);
-/// Sinusoids added to `in` into `out` (an empty `in`: written).
+/// Any other argument (positions, scalars, parameter structs, a cos/sin pointer of a table already float or
+/// double) is canonical as it is.
 template <class T>
-void sinusoid_rows_entry(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
-                         const strided_view<T, 3>& out);
-/// Rows of a table added (times `scale`) to a (N, L, D) target.
-template <class T, class C>
-void table_rows_entry(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
-                      const add_target<T>& t);
-/// T5 bias written (Add false) or added into [N, H, Lq, Lk] scores.
-template <bool Add, class T, class C>
-void t5_rows_entry(const C* table, index_t heads, const t5_runs& runs, const positions& pos,
-                   const strided_view<T, 4>& out);
-/// Interleaved <-> half-split pair layout, out of place.
-template <class T>
-void convert_layout_entry(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
-                          index_t offset, rope_style from, rope_style to);
-
-// ---- what the public headers call: canonical types, then the entry ---------------------------------------------
-
-template <class Source, class Pos, class In, class Out, std::size_t K>
-void run_rope_rows(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
-                   const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
-  rope_rows_entry(canonical(src), pos, style, offset, pairs, sign, canonical(io), variant);
+const T& canonical(const T& x) {
+  return x;
 }
-template <class Source, class In, class Out>
-void run_append_rows(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
-                     const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
-  append_rows_entry(canonical(src), pos, style, offset, pairs, canonical(q), canonical(k), canonical(v));
-}
-template <class Source, class In, class Code>
-void run_rope_quant_rows(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
-                         const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
-                         const quant_params& q) {
-  using S = std::decay_t<decltype(canonical(*src))>;
-  if (src == nullptr) {
-    rope_quant_rows_entry<S>(nullptr, pos, style, offset, pairs, canonical(in), out, map, q);
-  } else {
-    const S cs = canonical(*src);
-    rope_quant_rows_entry(&cs, pos, style, offset, pairs, canonical(in), out, map, q);
+
+// ---- the kernel list ------------------------------------------------------------------------------------------
+// One line per kernel: X(name, template parameters, template arguments, parameters, arguments, instantiations).
+// From it come, per kernel `name` (the function of detail/kernels/*-inl.hpp that takes a target tag first):
+//  - name_entry<...>::run(parameters): the entry (declared here, defined in kernels.hpp: call_target picks the
+//    target, then name(target, arguments)), explicitly instantiated by src.hpp under separate compilation with
+//    the last column, an instantiation pattern of src.hpp (POSENC_INST_*: which storage types it takes);
+//  - run_name(...): what the public headers call, every argument mapped to posenc's canonical types first.
+// So a new kernel is the kernel plus one line here.
+// NOLINTBEGIN(bugprone-macro-parentheses): the columns are parameter lists and types, which cannot be parenthesised.
+#define POSENC_KERNEL_LIST(X)                                                                                        \
+  /* Rotates the tokens of io by src (rope-inl.hpp rope_rows). */                                                   \
+  X(rope_rows, (class Source, class Pos, class In, class Out, std::size_t K), (Source, Pos, In, Out, K),            \
+    (const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,              \
+     const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant),                                 \
+    (src, pos, style, offset, pairs, sign, io, variant), POSENC_INST_ROPE_ROWS)                                    \
+  /* The fused KV-cache append: q (no heads: none) rotated in place, k rotated into and v copied into their */     \
+  /* cache rows, one pass per token (rope-inl.hpp append_rows). */                                                 \
+  X(append_rows, (class Source, class In, class Out), (Source, In, Out),                                            \
+    (const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,                     \
+     const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v),                              \
+    (src, pos, style, offset, pairs, q, k, v), POSENC_INST_APPEND_ROWS)                                            \
+  /* Copies (and converts) the tokens of t into their output rows (V of a KV-cache append). */                     \
+  X(copy_tokens, (class In, class Out), (In, Out), (const rope_io<In, Out>& t), (t), POSENC_INST_EACH_PAIR)        \
+  /* Rows 0 .. positions-1 of a rope_cache. */                                                                     \
+  X(rope_cache_fill, (class C), (C), (const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin),      \
+    (src, positions, pairs, cos, sin), POSENC_INST_EACH_TABLE)                                                      \
+  /* Every token of in rotated by src (K; null: V, only widened) and quantised into its 8-bit code rows */         \
+  /* through map (quant-inl.hpp). */                                                                                \
+  X(rope_quant_rows, (class Source, class In, class Code), (Source, In, Code),                                      \
+    (const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,                     \
+     const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,                  \
+     const quant_params& q),                                                                                        \
+    (src, pos, style, offset, pairs, in, out, map, q), POSENC_INST_QUANT_ROWS)                                     \
+  /* ALiBi bias written (Add false) or added into [N, H, Lq, Lk] scores (alibi-inl.hpp). */                        \
+  X(alibi_rows, (bool Add, class T, class Slopes), (Add, T, Slopes),                                                \
+    (std::bool_constant<Add> add, const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos,      \
+     bool symmetric, bool causal),                                                                                  \
+    (add, out, slopes, pos, symmetric, causal), POSENC_INST_ALIBI_ROWS)                                            \
+  /* Sinusoids added to in into out (an empty in: written) (add-inl.hpp). */                                        \
+  X(sinusoid_rows, (class T), (T),                                                                                  \
+    (const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,                          \
+     const strided_view<T, 3>& out),                                                                                \
+    (sp, pos, in, out), POSENC_INST_EACH_T)                                                                         \
+  /* Rows of a table added (times scale) to a (N, L, D) target (add-inl.hpp). */                                   \
+  X(table_rows, (class T, class C), (T, C),                                                                         \
+    (const C* table, index_t dim, index_t row_offset, double scale, const positions& pos, const add_target<T>& t), \
+    (table, dim, row_offset, scale, pos, t), POSENC_INST_T_BY_TABLE)                                               \
+  /* T5 bias written (Add false) or added into [N, H, Lq, Lk] scores (t5-inl.hpp). */                              \
+  X(t5_rows, (bool Add, class T, class C), (Add, T, C),                                                             \
+    (std::bool_constant<Add> add, const C* table, index_t heads, const t5_runs& runs, const positions& pos,        \
+     const strided_view<T, 4>& out),                                                                                \
+    (add, table, heads, runs, pos, out), POSENC_INST_T5_ROWS)                                                      \
+  /* Interleaved <-> half-split pair layout, out of place (layout-inl.hpp). */                                     \
+  X(convert_layout, (class T), (T),                                                                                 \
+    (const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim, index_t offset,       \
+     rope_style from, rope_style to),                                                                               \
+    (in, out, rotary_dim, offset, from, to), POSENC_INST_EACH_T)
+
+#define POSENC_UNPAREN_I(...) __VA_ARGS__
+#define POSENC_UNPAREN(x) POSENC_UNPAREN_I x
+
+// The entry's declaration, the call that deduces its template arguments, and the canonicalising run_ form.
+#define POSENC_DECLARE_KERNEL(name, tparams, targs, params, args, inst)                                              \
+  template <POSENC_UNPAREN(tparams)>                                                                                \
+  struct name##_entry {                                                                                             \
+    static void run params;                                                                                         \
+  };                                                                                                                \
+  template <POSENC_UNPAREN(tparams)>                                                                                \
+  void name##_call params {                                                                                         \
+    name##_entry<POSENC_UNPAREN(targs)>::run args;                                                                  \
+  }                                                                                                                 \
+  template <class... A>                                                                                             \
+  void run_##name(const A&... a) {                                                                                  \
+    name##_call(canonical(a)...);                                                                                   \
   }
-}
-template <bool Add, class T, class Slopes>
-void run_alibi_rows(std::bool_constant<Add>, const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos,
-                    bool symmetric, bool causal) {
-  alibi_rows_entry<Add>(canonical(out), canonical(slopes), pos, symmetric, causal);
-}
-template <class T>
-void run_sinusoid_rows(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
-                       const strided_view<T, 3>& out) {
-  sinusoid_rows_entry(sp, pos, canonical(in), canonical(out));
-}
-template <class T, class C>
-void run_table_rows(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
-                    const add_target<T>& t) {
-  table_rows_entry(table, dim, row_offset, scale, pos, canonical(t));
-}
-template <bool Add, class T, class C>
-void run_t5_rows(std::bool_constant<Add>, const C* table, index_t heads, const t5_runs& runs, const positions& pos,
-                 const strided_view<T, 4>& out) {
-  t5_rows_entry<Add>(table, heads, runs, pos, canonical(out));
-}
-template <class T>
-void run_convert_layout(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
-                        index_t offset, rope_style from, rope_style to) {
-  convert_layout_entry(canonical(in), canonical(out), rotary_dim, offset, from, to);
-}
+POSENC_KERNEL_LIST(POSENC_DECLARE_KERNEL)
+#undef POSENC_DECLARE_KERNEL
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace detail
 POSENC_END_NAMESPACE

@@ -134,57 +134,17 @@ void call_target(F&& f) {
 #endif
 }
 
-// ---- the kernel entries (declared in entries.hpp) ---------------------------------------------------------------
+// ---- the kernel entries (declared in entries.hpp by the kernel list) ---------------------------------------------
 
-template <class Source, class Pos, class In, class Out, std::size_t K>
-void rope_rows_entry(const Source& src, const Pos& pos, rope_style style, index_t offset, index_t pairs, double sign,
-                     const std::array<rope_io<In, Out>, K>& io, const std::array<int, K>& variant) {
-  call_target([&](auto t) { rope_rows(t, src, pos, style, offset, pairs, sign, io, variant); });
-}
-template <class Source, class In, class Out>
-void append_rows_entry(const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
-                       const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
-  call_target([&](auto t) { append_rows(t, src, pos, style, offset, pairs, q, k, v); });
-}
-template <class In, class Out>
-void copy_tokens_entry(const rope_io<In, Out>& t) {
-  call_target([&](auto k) { copy_tokens(k, t); });
-}
-template <class C>
-void rope_cache_fill_entry(const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin) {
-  call_target([&](auto t) { rope_cache_fill(t, src, positions, pairs, cos, sin); });
-}
-template <class Source, class In, class Code>
-void rope_quant_rows_entry(const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
-                           const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
-                           const quant_params& q) {
-  call_target([&](auto t) { rope_quant_rows(t, src, pos, style, offset, pairs, in, out, map, q); });
-}
-template <bool Add, class T, class Slopes>
-void alibi_rows_entry(const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos, bool symmetric,
-                      bool causal) {
-  call_target([&](auto k) { alibi_rows(k, std::bool_constant<Add>{}, out, slopes, pos, symmetric, causal); });
-}
-template <class T>
-void sinusoid_rows_entry(const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,
-                         const strided_view<T, 3>& out) {
-  call_target([&](auto k) { sinusoid_rows(k, sp, pos, in, out); });
-}
-template <class T, class C>
-void table_rows_entry(const C* table, index_t dim, index_t row_offset, double scale, const positions& pos,
-                      const add_target<T>& t) {
-  call_target([&](auto k) { table_rows(k, table, dim, row_offset, scale, pos, t); });
-}
-template <bool Add, class T, class C>
-void t5_rows_entry(const C* table, index_t heads, const t5_runs& runs, const positions& pos,
-                   const strided_view<T, 4>& out) {
-  call_target([&](auto k) { t5_rows(k, std::bool_constant<Add>{}, table, heads, runs, pos, out); });
-}
-template <class T>
-void convert_layout_entry(const strided_view<const T, 4>& in, const strided_view<T, 4>& out, index_t rotary_dim,
-                          index_t offset, rope_style from, rope_style to) {
-  call_target([&](auto k) { convert_layout(k, in, out, rotary_dim, offset, from, to); });
-}
+// NOLINTBEGIN(bugprone-macro-parentheses): the columns are parameter lists and types.
+#define POSENC_DEFINE_KERNEL(name, tparams, targs, params, args, inst)                                               \
+  template <POSENC_UNPAREN(tparams)>                                                                                \
+  void name##_entry<POSENC_UNPAREN(targs)>::run params {                                                            \
+    call_target([&](auto target_tag) { name(target_tag, POSENC_UNPAREN(args)); });                                  \
+  }
+POSENC_KERNEL_LIST(POSENC_DEFINE_KERNEL)
+#undef POSENC_DEFINE_KERNEL
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace detail
 POSENC_END_NAMESPACE
