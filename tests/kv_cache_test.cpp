@@ -62,10 +62,13 @@ struct Qkv {
 
 using KvCache = IsaOnlyTest;
 
+// Block sizes 4 (a power of two: the slot splits by shift and mask) and 3 (by division).
 TEST_P(KvCache, PagedHalfCacheFromFusedQkvWithSkippedSlots) {
-  const index_t N = 3, L = 2, Hq = 4, Hk = 2, D = 40, blocks = 5, bs = 4;
+  const index_t N = 3, L = 2, Hq = 4, Hk = 2, D = 40;
+  for (const index_t bs : {index_t{4}, index_t{3}})
   for (const bool inter : {false, true}) {
-    SCOPED_TRACE(inter ? "interleaved" : "half_split");
+    const index_t blocks = (20 + bs - 1) / bs;  // slots up to 19
+    SCOPED_TRACE(std::string(inter ? "interleaved" : "half_split") + ", block size " + std::to_string(bs));
     Qkv x(N, L, Hq, Hk, D, 5);
     posenc::rope_config cfg;
     cfg.head_dim = D;
@@ -146,6 +149,8 @@ TEST_P(KvCache, RejectedCallsWriteNothing) {
   posenc::rope_config cfg;
   cfg.head_dim = D;
   const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+  cfg.head_dim = 2 * D;
+  const posenc::rope_plan plan16 = posenc::make_rope_plan(cfg);
   std::vector<float> kc(static_cast<std::size_t>(2 * 4 * Hk * D), 5.0f), vc = kc;
   posenc::strided_view<float, 4> kcv(kc.data(), {2, 4, Hk, D}), vcv(vc.data(), {2, 4, Hk, D});
   const std::vector<std::int64_t> lens = {3, 4};
@@ -168,6 +173,14 @@ TEST_P(KvCache, RejectedCallsWriteNothing) {
       {posenc::try_rope_qk_append_kv(plan, x.q(), x.k(), x.v(), kcv, vcv, posenc::positions::offset(-1),
                                      posenc::kv_slots::paged(lens.data(), N, L)),
        "posenc::rope_qk_append_kv: positions offset=-1 must be >= 0"},
+      {posenc::try_rope_append_kv(plan16, x.k(), x.v(), kcv, vcv, pos, posenc::kv_slots::paged(lens.data(), N, L)),
+       "posenc::rope_append_kv: k head dim (extent 3)=8 does not match the plan's head_dim=16"},
+      {posenc::try_rope_append_kv(plan, x.k(), x.v().slice(2, 0, 1), kcv, vcv.slice(2, 0, 1), pos,
+                                  posenc::kv_slots::paged(lens.data(), N, L)),
+       "posenc::rope_append_kv: v heads (extent 2)=1 does not match k's 2"},
+      {posenc::try_rope_append_kv(plan, x.k(), x.v(), kcv, vcv.slice(0, 0, 1), pos,
+                                  posenc::kv_slots::paged(lens.data(), N, L)),
+       "posenc::rope_append_kv: v_cache (extent 0, extent 1)=(1, 4) does not match k_cache (2, 4)"},
   };
   for (const Case& c : cases) {
     EXPECT_FALSE(c.s.ok());
