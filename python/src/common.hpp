@@ -272,6 +272,12 @@ posenc::strided_view<T, 4> view4(const v4& v) {
   return posenc::strided_view<T, 4>(static_cast<T*>(v.data), v.ext, v.str);
 }
 
+/// f(I{}, O{}) with I and O the storage types of an input and an output tensor (every dtype pair).
+template <class F>
+posenc::status visit_in_out(const v4& in, const v4& out, F&& f) {
+  return visit(in.type, [&](auto in_tag) { return visit(out.type, [&](auto out_tag) { return f(in_tag, out_tag); }); });
+}
+
 // ------------------------------------------------------------------------------------------------ positions
 
 using ro_array = nb::ndarray<nb::ro>;

@@ -23,16 +23,14 @@ void apply_mrope(const ro_array& x, const rw_array& out, const mrope_plan_py& pl
   const posenc::mrope_positions pos = make_mrope_positions(positions, fn);
   if (inverse && !same_tensor(vx, vo)) value_error(fn, "inverse=True works in place: x and out must be one tensor");
   run([&] {
-    return visit(vx.type, [&](auto in_tag) {
+    return visit_in_out(vx, vo, [&](auto in_tag, auto out_tag) {
       using I = decltype(in_tag);
-      return visit(vo.type, [&](auto out_tag) {
-        using O = decltype(out_tag);
-        if constexpr (std::is_same_v<I, O>) {
-          if (inverse) return posenc::try_apply_mrope_backward(plan.plan, view4<O>(vo), pos);
-          if (same_tensor(vx, vo)) return posenc::try_apply_mrope(plan.plan, view4<O>(vo), pos);
-        }
-        return posenc::try_apply_mrope(plan.plan, view4<const I>(vx), view4<O>(vo), pos);
-      });
+      using O = decltype(out_tag);
+      if constexpr (std::is_same_v<I, O>) {
+        if (inverse) return posenc::try_apply_mrope_backward(plan.plan, view4<O>(vo), pos);
+        if (same_tensor(vx, vo)) return posenc::try_apply_mrope(plan.plan, view4<O>(vo), pos);
+      }
+      return posenc::try_apply_mrope(plan.plan, view4<const I>(vx), view4<O>(vo), pos);
     });
   });
 }

@@ -15,18 +15,16 @@ void apply_rope(const ro_array& x, const rw_array& out, nb::handle freq, const s
   const posenc::positions pos = make_positions(positions, starts, offset, vx.ext[0], fn);
   const bool in_place = same_tensor(vx, vo);
   run([&] {
-    return visit(vx.type, [&](auto in_tag) {
+    return visit_in_out(vx, vo, [&](auto in_tag, auto out_tag) {
       using I = decltype(in_tag);
-      return visit(vo.type, [&](auto out_tag) {
-        using O = decltype(out_tag);
-        const auto o = view4<O>(vo);
-        return visit_freq(f, [&](const auto& src) {
-          if constexpr (std::is_same_v<I, O>) {  // out=x: the in-place form, whose messages name x
-            if (in_place) return inverse ? posenc::try_apply_rope_backward(src, o, pos) : posenc::try_apply_rope(src, o, pos);
-          }
-          const auto in = view4<const I>(vx);
-          return inverse ? posenc::try_apply_rope_backward(src, in, o, pos) : posenc::try_apply_rope(src, in, o, pos);
-        });
+      using O = decltype(out_tag);
+      const auto o = view4<O>(vo);
+      return visit_freq(f, [&](const auto& src) {
+        if constexpr (std::is_same_v<I, O>) {  // out=x: the in-place form, whose messages name x
+          if (in_place) return inverse ? posenc::try_apply_rope_backward(src, o, pos) : posenc::try_apply_rope(src, o, pos);
+        }
+        const auto in = view4<const I>(vx);
+        return inverse ? posenc::try_apply_rope_backward(src, in, o, pos) : posenc::try_apply_rope(src, in, o, pos);
       });
     });
   });

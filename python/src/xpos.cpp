@@ -18,16 +18,14 @@ void apply_xpos(const ro_array& x, const rw_array& out, const xpos_plan_py& plan
   const posenc::xpos_mode mode = downscale ? posenc::xpos_mode::downscale : posenc::xpos_mode::upscale;
   if (inverse && !same_tensor(vx, vo)) value_error(fn, "inverse=True works in place: x and out must be one tensor");
   run([&] {
-    return visit(vx.type, [&](auto in_tag) {
+    return visit_in_out(vx, vo, [&](auto in_tag, auto out_tag) {
       using I = decltype(in_tag);
-      return visit(vo.type, [&](auto out_tag) {
-        using O = decltype(out_tag);
-        if constexpr (std::is_same_v<I, O>) {
-          if (inverse) return posenc::try_apply_xpos_backward(plan.plan, view4<O>(vo), pos, c, mode);
-          if (same_tensor(vx, vo)) return posenc::try_apply_xpos(plan.plan, view4<O>(vo), pos, c, mode);
-        }
-        return posenc::try_apply_xpos(plan.plan, view4<const I>(vx), view4<O>(vo), pos, c, mode);
-      });
+      using O = decltype(out_tag);
+      if constexpr (std::is_same_v<I, O>) {
+        if (inverse) return posenc::try_apply_xpos_backward(plan.plan, view4<O>(vo), pos, c, mode);
+        if (same_tensor(vx, vo)) return posenc::try_apply_xpos(plan.plan, view4<O>(vo), pos, c, mode);
+      }
+      return posenc::try_apply_xpos(plan.plan, view4<const I>(vx), view4<O>(vo), pos, c, mode);
     });
   });
 }
