@@ -702,7 +702,7 @@ hf::config_keys llama31_keys() {
 }
 
 TEST(HfMapping, PlainValuesGiveTheRopeConfig) {
-  hf::mapped m;
+  posenc::hf_rope_info m;
   ASSERT_TRUE(hf::map_config(llama31_keys(), {}, m).ok());
   EXPECT_EQ(m.config.head_dim, 128);
   EXPECT_EQ(m.config.rotary_dim, 128);
@@ -727,7 +727,7 @@ TEST(HfMapping, PlainValuesGiveTheRopeConfig) {
 }
 
 TEST(HfMapping, WhichKeyWins) {
-  hf::mapped m;
+  posenc::hf_rope_info m;
   // partial_rotary_factor: the dict's, else the model's, else GPT-NeoX's rotary_pct.
   hf::config_keys k = llama31_keys();
   set(k.top.rotary_pct, 0.25);
@@ -767,7 +767,7 @@ TEST(HfMapping, WhichKeyWins) {
 }
 
 TEST(HfMapping, ReportsTheFirstErrorOfTheKeysItUses) {
-  hf::mapped m;
+  posenc::hf_rope_info m;
   // hidden_size counts only without a head_dim, and rotary_pct only without a partial_rotary_factor.
   hf::config_keys k = llama31_keys();
   set(k.top.head_dim, index_t{128});
@@ -815,7 +815,7 @@ TEST(HfMapping, DeepSeekByModelTypeOrArchitecture) {
   set(k.dict.factor, 40.0);
   set(k.dict.original_max_position_embeddings, index_t{4096});
   set(k.dict.mscale_all_dim, 1.0);
-  hf::mapped m;
+  posenc::hf_rope_info m;
   ASSERT_TRUE(hf::map_config(k, {}, m).ok());
   EXPECT_EQ(m.config.style, posenc::rope_style::interleaved);
   expect_scaling_eq(m.config.scaling, posenc::rope_scaling::deepseek_yarn(40.0, 4096, 1.0, 1.0));

@@ -23,8 +23,11 @@ using posenc::index_t;
 using namespace posenc_test;
 namespace gpu = posenc::detail::gpu;
 
-gpu::pos_params pod_positions(const posenc::positions& p) {
-  return {static_cast<int>(p.kind()), p.start(), p.ids64(), p.ids32(), p.row_stride()};
+namespace pd = posenc::detail;
+
+/// The cache-free source of a plan as the CPU and CUDA entries build it (magnitude given: 1 for a context shift).
+pd::angle_src angle_of(const posenc::rope_plan& plan, double magnitude) {
+  return {plan.inv_freq().data(), magnitude, pd::max_abs(plan.inv_freq())};
 }
 
 /// Runs every (block, thread) of the grid, as the device would (in any order: here block by block).
@@ -68,8 +71,8 @@ void check_case(const golden_case& c, const posenc::rope_plan& plan, const host_
   const std::string what = c.name + (use_table ? " table" : " cache-free") + (in_place ? " in place" : " out of place") +
                            " threads=" + std::to_string(threads);
   if (use_table) {
-    const gpu::table_source<float> src{table->cos.data(), table->sin.data(), table->pairs, 1, table->rows};
-    run_grid(gpu::rope_params<T, T, gpu::table_source<float>>{t, pod_positions(pos), src, style, plan.rotary_offset(),
+    const pd::table_src<float> src{table->cos.data(), table->sin.data(), table->pairs, 1, table->rows};
+    run_grid(gpu::rope_params<T, T, pd::table_src<float>>{t, pos, src, style, plan.rotary_offset(),
                                                                plan.pairs(), sign, {0, 0}},
              blocks, threads);
     if (std::is_same_v<T, double>) {
@@ -77,8 +80,8 @@ void check_case(const golden_case& c, const posenc::rope_plan& plan, const host_
       return;
     }
   } else {
-    const gpu::angle_source src{plan.inv_freq().data(), plan.magnitude()};
-    run_grid(gpu::rope_params<T, T, gpu::angle_source>{t, pod_positions(pos), src, style, plan.rotary_offset(),
+    const pd::angle_src src = angle_of(plan, plan.magnitude());
+    run_grid(gpu::rope_params<T, T, pd::angle_src>{t, pos, src, style, plan.rotary_offset(),
                                                         plan.pairs(), sign, {0, 0}},
              blocks, threads);
   }
@@ -127,8 +130,8 @@ TEST(GpuRopeBodyFused, QkOfAFusedBufferWithGqa) {
   const auto [q, k] = views(qkv.data());
   const auto cq = gpu::pod_of(posenc::strided_view<const float, 4>(q)), ck = gpu::pod_of(posenc::strided_view<const float, 4>(k));
   const gpu::rope_pair_targets<float, float> t{{cq, ck}, {gpu::pod_of(q), gpu::pod_of(k)}, 2};
-  const gpu::angle_source src{plan.inv_freq().data(), plan.magnitude()};
-  run_grid(gpu::rope_params<float, float, gpu::angle_source>{t, pod_positions(pos), src, plan.style(), 0, plan.pairs(), 1.0, {0, 0}},
+  const pd::angle_src src = angle_of(plan, plan.magnitude());
+  run_grid(gpu::rope_params<float, float, pd::angle_src>{t, pos, src, plan.style(), 0, plan.pairs(), 1.0, {0, 0}},
            n * l, 96);
   for (std::size_t i = 0; i < qkv.size(); ++i) {
     const bool v_part = static_cast<index_t>(i) % row >= (hq + hk) * d;
@@ -151,9 +154,9 @@ TEST(GpuRopeBodyTable, PositionsPastTheTableAreNotRotated) {
   const posenc::strided_view<float, 4> v(x.data(), {1, 2, 1, d});
   const auto pv = gpu::pod_of(v);
   const gpu::rope_pair_targets<float, float> t{{gpu::pod_of(posenc::strided_view<const float, 4>(v)), {}}, {pv, {}}, 1};
-  const gpu::table_source<float> src{cos.data(), sin.data(), 4, 1, 2};
-  run_grid(gpu::rope_params<float, float, gpu::table_source<float>>{
-               t, pod_positions(posenc::positions::per_token(ids, 1, 2)), src, plan.style(), 0, 4, 1.0, {0, 0}},
+  const pd::table_src<float> src{cos.data(), sin.data(), 4, 1, 2};
+  run_grid(gpu::rope_params<float, float, pd::table_src<float>>{
+               t, posenc::positions::per_token(ids, 1, 2), src, plan.style(), 0, 4, 1.0, {0, 0}},
            2, 4);
   for (index_t f = 0; f < d; ++f) EXPECT_EQ(x[static_cast<std::size_t>(d + f)], 0.5f) << f;  // position 5: untouched
   EXPECT_NE(x[0], 0.5f);                                                                    // position 1: rotated
@@ -169,23 +172,23 @@ void check_mrope_case(const golden_case& c, index_t threads) {
   const posenc::mrope_positions pos = mrope_positions_of(c);
   const auto& xs = c.array("x");
   const std::array<index_t, 4> shape{xs.shape[0], xs.shape[1], xs.shape[2], xs.shape[3]};
-  const gpu::mrope_source src{mp.plan().inv_freq().data(), mp.axis().data(), mp.plan().magnitude(), pos.data(),
-                              pos.batch_stride(), pos.axis_stride()};
+  const pd::mrope_src src{mp.plan().inv_freq().data(), mp.axis().data(), mp.plan().magnitude(),
+                          pd::max_abs(mp.plan().inv_freq())};
   const posenc::rope_plan& plan = mp.plan();
   const std::vector<T> x = to_storage<T>(xs);
   std::vector<T> y(x.size(), T(0)), q = x, k = x;
   const auto cx = gpu::pod_of(posenc::strided_view<const T, 4>(x.data(), shape));
   const auto py = gpu::pod_of(posenc::strided_view<T, 4>(y.data(), shape));
-  run_grid(gpu::rope_params<T, T, gpu::mrope_source>{{{cx, {}}, {py, {}}, 1}, pod_positions(posenc::positions::offset(0)),
+  run_grid(gpu::rope_params<T, T, pd::mrope_src, posenc::mrope_positions>{{{cx, {}}, {py, {}}, 1}, pos,
                                                       src, plan.style(), plan.rotary_offset(), plan.pairs(), 1.0, {0, 0}},
            shape[0] * shape[1], threads);
   expect_close(y, c.array("y"), c.name + " out of place", angle_error_bound_max(c));
   const auto vq = posenc::strided_view<T, 4>(q.data(), shape), vk = posenc::strided_view<T, 4>(k.data(), shape);
-  run_grid(gpu::rope_params<T, T, gpu::mrope_source>{
+  run_grid(gpu::rope_params<T, T, pd::mrope_src, posenc::mrope_positions>{
                {{gpu::pod_of(posenc::strided_view<const T, 4>(vq)), gpu::pod_of(posenc::strided_view<const T, 4>(vk))},
                 {gpu::pod_of(vq), gpu::pod_of(vk)},
                 2},
-               pod_positions(posenc::positions::offset(0)), src, plan.style(), plan.rotary_offset(), plan.pairs(), 1.0, {0, 0}},
+               pos, src, plan.style(), plan.rotary_offset(), plan.pairs(), 1.0, {0, 0}},
            shape[0] * shape[1], threads);
   expect_close(q, c.array("y"), c.name + " q", angle_error_bound_max(c));
   expect_close(k, c.array("y"), c.name + " k", angle_error_bound_max(c));
@@ -219,10 +222,10 @@ void check_xpos_case(const golden_case& c, bool in_place, index_t threads) {
   const posenc::strided_view<T, 4> vx(x.data(), {n, l, 1, d}), vy(y.data(), {n, l, 1, d});
   const gpu::rope_pair_targets<T, T> t{{gpu::pod_of(posenc::strided_view<const T, 4>(vx)), {}},
                                        {gpu::pod_of(in_place ? vx : vy), {}}, 1};
-  const gpu::xpos_source src{plan.inv_freq().data(), plan.log_zeta().data(), c.integer("center"),
-                             plan.config().scale_base};
+  const pd::xpos_src src{plan.inv_freq().data(), plan.log_zeta().data(), c.integer("center"), plan.config().scale_base,
+                         pd::max_abs(plan.inv_freq()), {true, true}};
   const int variant = c.integer("downscale") != 0 ? 1 : 0;
-  run_grid(gpu::rope_params<T, T, gpu::xpos_source>{t, pod_positions(posenc::positions::offset(c.integer("offset"))),
+  run_grid(gpu::rope_params<T, T, pd::xpos_src>{t, posenc::positions::offset(c.integer("offset")),
                                                      src, plan.config().style, 0, plan.pairs(), 1.0, {variant, 0}},
            n * l, threads);
   expect_xpos_close(in_place ? x : y, c, c.name + (in_place ? " in place" : " out of place") + " threads=" +
@@ -254,7 +257,7 @@ void run_sinusoid(const posenc::sinusoidal_config& cfg, const posenc::positions&
   const index_t d = shape[2];
   const V o{out, {shape[0], shape[1], 1, d}, {shape[1] * d, d, 0, 1}};
   const gpu::view4<const T> i{in, {shape[0], shape[1], 1, d}, {shape[1] * d, d, 0, 1}};
-  const gpu::sinusoid_params_gpu<T> p{i, o, pod_positions(pos), posenc::detail::sinusoid_params_of(cfg), in != nullptr};
+  const gpu::sinusoid_params_gpu<T> p{i, o, pos, posenc::detail::sinusoid_params_of(cfg), in != nullptr};
   for (index_t b = 0; b < shape[0] * shape[1]; ++b)
     for (index_t t = 0; t < threads; ++t) gpu::sinusoid_block(p, b, t, threads);
 }
@@ -318,7 +321,7 @@ void check_t5_case(const golden_case& c, index_t threads) {
                                      table.data(),
                                      {heads, 1},
                                      posenc::detail::math::t5_bucketer(cfg.bidirectional, cfg.num_buckets, cfg.max_distance),
-                                     pod_positions(posenc::positions::offset(c.integer("query_offset"))),
+                                     posenc::positions::offset(c.integer("query_offset")),
                                      add};
     for (index_t b = 0; b < heads * lq; ++b)
       for (index_t t = 0; t < threads; ++t) gpu::t5_block(p, b, t, threads);
@@ -373,15 +376,15 @@ void check_alibi_case(const golden_case& c, index_t threads) {
   const index_t h = expected.shape[0], lq = expected.shape[1], lk = expected.shape[2];
   const posenc::positions pos = posenc::positions::offset(c.integer("query_offset"));
   const bool symmetric = cfg.form == posenc::alibi_form::symmetric;
-  const gpu::alibi_formula formula{cfg.num_heads, cfg.head_begin, cfg.max_bias};
+  const pd::alibi_formula_slopes formula{cfg.num_heads, cfg.head_begin, cfg.max_bias};
   std::vector<double> slopes(static_cast<std::size_t>(h));
   for (index_t k = 0; k < h; ++k) slopes[static_cast<std::size_t>(k)] = formula(0, k);
-  const gpu::alibi_slope_view<double> view{slopes.data(), {0, 1}};
+  const pd::alibi_view_slopes<double> view{slopes.data(), {0, 1}};
   for (int mode = 0; mode < 3; ++mode) {
     std::vector<T> out(expected.values.size(), T(0));
     const auto v = gpu::pod_of(posenc::strided_view<T, 4>(out.data(), {1, h, lq, lk}));
-    if (mode == 2) run_alibi_grid(gpu::alibi_params<T, gpu::alibi_slope_view<double>>{v, view, pod_positions(pos), true, symmetric, false}, h * lq, threads);
-    else run_alibi_grid(gpu::alibi_params<T, gpu::alibi_formula>{v, formula, pod_positions(pos), mode == 1, symmetric, false}, h * lq, threads);
+    if (mode == 2) run_alibi_grid(gpu::alibi_params<T, pd::alibi_view_slopes<double>>{v, view, pos, true, symmetric, false}, h * lq, threads);
+    else run_alibi_grid(gpu::alibi_params<T, pd::alibi_formula_slopes>{v, formula, pos, mode == 1, symmetric, false}, h * lq, threads);
     expect_close(out, expected, c.name + (mode == 0 ? " bias" : mode == 1 ? " add" : " add (slopes view)") +
                                     " threads=" + std::to_string(threads));
   }
@@ -419,9 +422,9 @@ TEST(GpuAlibiBody, CausalPerSequenceAndBatchSlopesAsTheCpu) {
       std::vector<float> want = base, got = base;
       posenc::add_alibi_bias(posenc::strided_view<const float, 2>(slopes, {n, h}),
                              posenc::strided_view<float, 4>(want.data(), ext, str), pos, mask, form);
-      const gpu::alibi_slope_view<float> sv{slopes, {h, 1}};
+      const pd::alibi_view_slopes<float> sv{slopes, {h, 1}};
       const auto v = gpu::pod_of(posenc::strided_view<float, 4>(got.data(), ext, str));
-      run_alibi_grid(gpu::alibi_params<float, gpu::alibi_slope_view<float>>{v, sv, pod_positions(pos), true, symmetric, causal},
+      run_alibi_grid(gpu::alibi_params<float, pd::alibi_view_slopes<float>>{v, sv, pos, true, symmetric, causal},
                      n * h * lq, 5);
       for (std::size_t i = 0; i < got.size(); ++i) {
         if (std::isinf(want[i])) ASSERT_EQ(got[i], want[i]) << i;
@@ -433,13 +436,13 @@ TEST(GpuAlibiBody, CausalPerSequenceAndBatchSlopesAsTheCpu) {
 // ---- context shift and re-rotation ----------------------------------------------------------------------------
 
 /// A rotation of an (N, L, H, D) double tensor in place through the RoPE body, from any source and positions.
-template <class Src>
+template <class Src, class Pos>
 void rotate_in_place(std::vector<double>& x, const std::array<index_t, 4>& shape, const posenc::rope_plan& plan,
-                     const Src& src, const gpu::pos_params& pos, index_t threads) {
+                     const Src& src, const Pos& pos, index_t threads) {
   const posenc::strided_view<double, 4> v(x.data(), shape);
   const auto in = gpu::pod_of(posenc::strided_view<const double, 4>(v));
   const gpu::rope_pair_targets<double, double> t{{in, in}, {gpu::pod_of(v), gpu::pod_of(v)}, 1};
-  run_grid(gpu::rope_params<double, double, Src>{t, pos, src, plan.style(), plan.rotary_offset(), plan.pairs(), 1.0, {0, 0}},
+  run_grid(gpu::rope_params<double, double, Src, Pos>{t, pos, src, plan.style(), plan.rotary_offset(), plan.pairs(), 1.0, {0, 0}},
            shape[0] * shape[1], threads);
 }
 
@@ -457,8 +460,8 @@ TEST(GpuShiftBody, PerTokenDeltasUndoGoldenRotation) {
     for (std::size_t i = 0; i < deltas.size(); ++i) deltas[i] = -pos.ivalues[i];
     for (index_t threads : {index_t{7}, index_t{128}}) {
       std::vector<double> k = c.array("y").values;
-      rotate_in_place(k, shape_of(c.array("y")), plan, gpu::angle_source{plan.inv_freq().data(), 1.0},
-                      gpu::pos_params{2, 0, deltas.data(), nullptr, pos.shape[1]}, threads);
+      rotate_in_place(k, shape_of(c.array("y")), plan, angle_of(plan, 1.0),
+                      pd::delta_positions{0, deltas.data(), pos.shape[1]}, threads);
       expect_close(k, c.array("x"), std::string(name) + " shifted back", angle_error_bound(c));
     }
   }
@@ -476,8 +479,8 @@ TEST(GpuShiftBody, UniformDeltaComposesAndKeepsTheMagnitude) {
     const auto plan = posenc::make_rope_plan(cfg);
     std::vector<double> shifted = c.array("x").values, direct = shifted;
     posenc::apply_rope(plan, posenc::strided_view<double, 4>(shifted.data(), shape), posenc::positions::offset(0));
-    rotate_in_place(shifted, shape, plan, gpu::angle_source{plan.inv_freq().data(), 1.0},
-                    gpu::pos_params{3, 7, nullptr, nullptr, 0}, 5);
+    rotate_in_place(shifted, shape, plan, angle_of(plan, 1.0),
+                    pd::delta_positions{7, nullptr, 0}, 5);
     posenc::apply_rope(plan, posenc::strided_view<double, 4>(direct.data(), shape), posenc::positions::offset(7));
     for (std::size_t i = 0; i < direct.size(); ++i) ASSERT_NEAR(shifted[i], direct[i], 1e-13) << i << (yarn ? " yarn" : "");
   }
@@ -496,11 +499,12 @@ TEST(GpuRerotateBody, LongRopeSwitchMatchesGolden) {
   for (index_t threads : {index_t{7}, index_t{128}}) {
     std::vector<double> k = c.array("x").values;
     const auto shape = shape_of(c.array("x"));
-    rotate_in_place(k, shape, short_plan, gpu::angle_source{short_plan.inv_freq().data(), short_plan.magnitude()},
-                    pod_positions(pos), threads);
-    const gpu::rerotate_source src{short_plan.inv_freq().data(), long_plan.inv_freq().data(),
-                                   long_plan.magnitude() / short_plan.magnitude()};
-    rotate_in_place(k, shape, long_plan, src, pod_positions(pos), threads);
+    rotate_in_place(k, shape, short_plan, angle_of(short_plan, short_plan.magnitude()),
+                    pos, threads);
+    const pd::rerotate_src src{short_plan.inv_freq().data(), long_plan.inv_freq().data(),
+                               long_plan.magnitude() / short_plan.magnitude(),
+                               pd::max_abs(short_plan.inv_freq()) + pd::max_abs(long_plan.inv_freq())};
+    rotate_in_place(k, shape, long_plan, src, pos, threads);
     expect_close(k, c.array("y"), "longrope short->long", 2 * angle_error_bound(c));
   }
 }
@@ -542,7 +546,7 @@ void check_learned_ln(index_t threads, bool in_place) {
                                     m.beta().data(),
                                     g.cfg.scale,
                                     g.cfg.eps,
-                                    pod_positions(posenc::positions::offset(g.c.integer("past_length")))};
+                                    posenc::positions::offset(g.c.integer("past_length"))};
   run_learned_grid(p, shape[0] * shape[1], threads);
   expect_close(in_place ? x : y, g.c.array("y"),
                std::string("learned layer norm") + (in_place ? " in place" : " out of place") + " threads=" +
@@ -583,7 +587,7 @@ TEST(GpuLearnedBody, AdditionAsTheCpuAndPastTheTableUnwritten) {
   const posenc::strided_view<float, 3> vg(got.data(), ext, str);
   const gpu::learned_params<float, float> p{gpu::pod_of(posenc::strided_view<const float, 3>(vg)), gpu::pod_of(vg),
                                             m.table().data(), m.rows(), cfg.position_offset, nullptr, nullptr, cfg.scale,
-                                            cfg.eps, pod_positions(posenc::positions::per_token(ids, n, l))};
+                                            cfg.eps, posenc::positions::per_token(ids, n, l)};
   run_learned_grid(p, n * l, 7);
   for (index_t tok = 0; tok < n * l; ++tok)
     for (index_t d = 0; d < row; ++d) {

@@ -16,11 +16,12 @@ constexpr int WD = simd::vec<double, isa_tag>::width;
 
 /// out[op][k], k < n (n a multiple of the width): 0 add, 1 sub, 2 mul, 3 div, 4 fma(a, b, c), 5 fnma(a, b, c),
 /// 6 min, 7 max, 8 set1(a[0]), 9 zip_lo, 10 zip_hi, 11 unzip_even, 12 unzip_odd, 13 pair_swap,
-/// 14 sign_alternate, 15 load_dup_pairs(a) (13-15 only where width >= 2).
-template <class A>
+/// 14 sign_alternate, 15 load_dup_pairs(a) (13-15 only where width >= 2). D: this target's vectors, or its
+/// one-lane tail (simd::tail<isa_tag>), which must round as the vectors do.
+template <class A, class D = simd::lanes<A, isa_tag>>
 void arith(const A* a, const A* b, const A* c, A* out, int n) {
-  const simd::lanes<A, isa_tag> d;
-  constexpr int W = simd::vec<A, isa_tag>::width;
+  const D d;
+  constexpr int W = simd::vec<A, typename D::isa>::width;
   for (int i = 0; i < n; i += W) {
     const auto x = load(d, a + i), y = load(d, b + i), z = load(d, c + i);
     store(add(x, y), out + 0 * n + i);
@@ -45,6 +46,12 @@ void arith(const A* a, const A* b, const A* c, A* out, int n) {
 }
 inline void arith_f(const float* a, const float* b, const float* c, float* out, int n) { arith(a, b, c, out, n); }
 inline void arith_d(const double* a, const double* b, const double* c, double* out, int n) { arith(a, b, c, out, n); }
+inline void arith_tail_f(const float* a, const float* b, const float* c, float* out, int n) {
+  arith<float, simd::lanes<float, simd::tail<isa_tag>>>(a, b, c, out, n);
+}
+inline void arith_tail_d(const double* a, const double* b, const double* c, double* out, int n) {
+  arith<double, simd::lanes<double, simd::tail<isa_tag>>>(a, b, c, out, n);
+}
 
 /// Float lanes: narrowed to half and bfloat16, and the narrow values widened back.
 inline void convert_f(const float* in, Eigen::half* h, Eigen::bfloat16* bf, float* wh, float* wb, int n) {
@@ -138,23 +145,31 @@ inline void bits_f(const std::uint32_t* a, const std::uint32_t* b, const std::ui
   }
 }
 
-/// The kernels' vector sin/cos and exp (detail/kernels/vmath-inl.hpp) on this target's vectors.
-inline void sincos_d(const double* x, double* s, double* c, int n) {
-  const DD d;
-  for (int i = 0; i < n; i += WD) {
-    simd::vec<double, isa_tag> vs, vc;
+/// The kernels' vector sin/cos and exp (detail/kernels/vmath-inl.hpp) on this target's vectors, or (D the
+/// tail's lanes) one lane at a time as the kernels' tails run them.
+template <class D = DD>
+void sincos_d(const double* x, double* s, double* c, int n) {
+  const D d;
+  constexpr int W = simd::vec<double, typename D::isa>::width;
+  for (int i = 0; i < n; i += W) {
+    simd::vec<double, typename D::isa> vs, vc;
     posenc::detail::POSENC_TEST_KERNEL_NS::vsincos(d, load(d, x + i), vs, vc);
     store(vs, s + i);
     store(vc, c + i);
   }
 }
-inline void exp_d(const double* x, double* y, int n) {
-  const DD d;
-  for (int i = 0; i < n; i += WD) store(posenc::detail::POSENC_TEST_KERNEL_NS::vexp(d, load(d, x + i)), y + i);
+template <class D = DD>
+void exp_d(const double* x, double* y, int n) {
+  const D d;
+  constexpr int W = simd::vec<double, typename D::isa>::width;
+  for (int i = 0; i < n; i += W) store(posenc::detail::POSENC_TEST_KERNEL_NS::vexp(d, load(d, x + i)), y + i);
 }
+using DT = simd::lanes<double, simd::tail<isa_tag>>;
 
 inline op_table table() {
-  return {WF, WD, arith_f, arith_d, convert_f, convert_d, bits16, bits_d, bits_f, sincos_d, exp_d};
+  return {WF,          WD,         arith_f,      arith_d,     convert_f,     convert_d,  bits16,
+          bits_d,      bits_f,     sincos_d<>,   exp_d<>,     arith_tail_f,  arith_tail_d, sincos_d<DT>,
+          exp_d<DT>};
 }
 
 }  // namespace POSENC_TEST_NS

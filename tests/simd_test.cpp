@@ -35,6 +35,11 @@ struct op_table {
                  std::uint8_t*, int);
   void (*sincos_d)(const double*, double*, double*, int);
   void (*exp_d)(const double*, double*, int);
+  // The same through the target's one-lane tail (simd::tail<isa>): what the kernels run past the last vector.
+  void (*arith_tail_f)(const float*, const float*, const float*, float*, int);
+  void (*arith_tail_d)(const double*, const double*, const double*, double*, int);
+  void (*sincos_tail_d)(const double*, double*, double*, int);
+  void (*exp_tail_d)(const double*, double*, int);
 };
 
 }  // namespace posenc_test_ops
@@ -507,6 +512,72 @@ TEST_P(SimdOps, ExpWithinTwoUlpOverTheWholeRange) {
     }
     const double ulp = want < DBL_MIN ? std::numeric_limits<double>::denorm_min() : std::ldexp(DBL_EPSILON, std::ilogb(want));
     EXPECT_LE(std::fabs(y[i] - want), 2 * ulp) << "x = " << x[i] << " got " << y[i] << " want " << want;
+  }
+}
+
+// A kernel's tail (the elements past its last full vector, and strided rows) runs the target's one-lane ops;
+// they must round exactly as the vectors (fma fused on every vector target, whatever the compiler's
+// contraction setting: this binary is built with -std=c++17, where GCC contracts nothing), so a row's result
+// never depends on where a vector ends. Bit for bit on random operands, the fused case of check_arith, and the
+// sincos / exp inputs.
+template <class A>
+void check_tail_matches_body(int w, void (*body)(const A*, const A*, const A*, A*, int),
+                             void (*tail)(const A*, const A*, const A*, A*, int)) {
+  const int n = 64 * w;
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> u(-4.0, 4.0);
+  std::vector<A> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size()), ob(16 * a.size()), ot(16 * a.size());
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    a[k] = static_cast<A>(u(gen));
+    b[k] = static_cast<A>(u(gen));
+    c[k] = static_cast<A>(u(gen));
+  }
+  const int p = std::numeric_limits<A>::digits / 2 + 1;
+  a[1] = b[1] = A(1) + std::ldexp(A(1), -p);
+  c[1] = -(A(1) + std::ldexp(A(1), 1 - p));
+  body(a.data(), b.data(), c.data(), ob.data(), n);
+  tail(a.data(), b.data(), c.data(), ot.data(), n);
+  const char* names[] = {"add", "sub", "mul", "div", "fma", "fnma", "min", "max", "set1",
+                         "zip_lo", "zip_hi", "unzip_even", "unzip_odd"};
+  int fused_differs = 0;
+  for (int op = 0; op < 13; ++op) {
+    if (op >= 8 && w > 1) continue;  // set1 and the pairings depend on the vector's lanes, not on rounding
+    for (int k = 0; k < n; ++k) {
+      const auto i = static_cast<std::size_t>(op * n + k);
+      ASSERT_EQ(bits_of(ot[i]), bits_of(ob[i])) << names[op] << " lane " << k << ": tail " << ot[i] << " body " << ob[i];
+    }
+  }
+  // The operands distinguish a fused from an unfused tail: their two-rounding results differ somewhere.
+  for (int k = 0; k < n; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    if (std::fma(a[i], b[i], c[i]) != a[i] * b[i] + c[i]) ++fused_differs;
+  }
+  EXPECT_GT(fused_differs, 0);
+}
+
+TEST_P(SimdOps, TailRoundsAsTheBodyFloat) { check_tail_matches_body<float>(ops().width_f, ops().arith_f, ops().arith_tail_f); }
+TEST_P(SimdOps, TailRoundsAsTheBodyDouble) {
+  check_tail_matches_body<double>(ops().width_d, ops().arith_d, ops().arith_tail_d);
+}
+TEST_P(SimdOps, TailSincosAndExpMatchTheBody) {
+  const int w = ops().width_d;
+  std::mt19937_64 gen(13);
+  std::vector<double> x;
+  for (int e = -30; e <= 24; ++e)
+    for (int r = 0; r < 8; ++r) x.push_back(std::ldexp(std::uniform_real_distribution<double>(-2.0, 2.0)(gen), e));
+  while (x.size() % static_cast<std::size_t>(w) != 0) x.push_back(0.5);
+  const int n = static_cast<int>(x.size());
+  std::vector<double> sb(x.size()), cb(x.size()), st(x.size()), ct(x.size()), eb(x.size()), et(x.size());
+  ops().sincos_d(x.data(), sb.data(), cb.data(), n);
+  ops().sincos_tail_d(x.data(), st.data(), ct.data(), n);
+  std::vector<double> ex(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) ex[i] = std::fmod(x[i], 700.0);
+  ops().exp_d(ex.data(), eb.data(), n);
+  ops().exp_tail_d(ex.data(), et.data(), n);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(bits_of(st[i]), bits_of(sb[i])) << "sin x = " << x[i];
+    ASSERT_EQ(bits_of(ct[i]), bits_of(cb[i])) << "cos x = " << x[i];
+    ASSERT_EQ(bits_of(et[i]), bits_of(eb[i])) << "exp x = " << ex[i];
   }
 }
 

@@ -273,7 +273,7 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
   if (!work) return {};
   if constexpr (SV::rank == 1)
     s2 = strided_view<const E, 2>(sv.data(), A{v.extent(0), sv.extent(0)}, A{0, sv.stride(0)});
-  const detail::alibi_view_slopes<E> view_slopes{s2};
+  const detail::alibi_view_slopes<E> view_slopes{s2.data(), {s2.stride(0), s2.stride(1)}};
   const bool symmetric = form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
   detail::run_alibi_rows(std::true_type{}, v, view_slopes, query_pos, symmetric, causal);

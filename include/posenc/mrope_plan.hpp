@@ -57,14 +57,14 @@ class mrope_positions {
     return {b[0], b[axis_stride_], b[2 * axis_stride_]};
   }
   /// The t id of token (0, 0); null for the placeholder.
-  const std::int64_t* data() const { return ids_; }
+  POSENC_HOST_DEVICE const std::int64_t* data() const { return ids_; }
   index_t batch() const { return batch_; }  ///< -1 when shared
   /// L, the tokens per sequence.
   index_t length() const { return length_; }
   /// Elements from a sequence's ids to the next's: 3 * L of the whole array for per_token, 0 for shared.
-  index_t batch_stride() const { return batch_stride_; }
+  POSENC_HOST_DEVICE index_t batch_stride() const { return batch_stride_; }
   /// Elements from an axis's ids to the next's: L of the whole array (a slice keeps it).
-  index_t axis_stride() const { return axis_stride_; }
+  POSENC_HOST_DEVICE index_t axis_stride() const { return axis_stride_; }
 
   /// Sequences [n_begin, n_begin + n_count) and tokens [l_begin, l_begin + l_count), no copy (a thread's share
   /// of a call; see positions::slice). A shared array takes any sequence range. Throws argument_error if a

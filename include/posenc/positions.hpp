@@ -55,8 +55,9 @@ class positions {
   /// Which factory made it: offset, per_sequence or per_token.
   form kind() const { return form_; }
 
-  /// Position of token (n, l); no checks (see detail::validate_positions).
-  index_t at(index_t n, index_t l) const {
+  /// Position of token (n, l); no checks (see detail::validate_positions). Host and device code (a CUDA kernel
+  /// takes positions by value, its arrays in device memory).
+  POSENC_HOST_DEVICE index_t at(index_t n, index_t l) const {
     switch (form_) {
       case form::offset: return start_ + l;
       case form::per_sequence: return value(n) + start_ + l;
@@ -140,7 +141,7 @@ class positions {
     p.stride_ = stride;
     return p;
   }
-  index_t value(index_t i) const { return p64_ ? p64_[i] : static_cast<index_t>(p32_[i]); }
+  POSENC_HOST_DEVICE index_t value(index_t i) const { return p64_ ? p64_[i] : static_cast<index_t>(p32_[i]); }
   void shift(index_t elements) {
     if (p64_) p64_ += elements;
     if (p32_) p32_ += elements;

@@ -231,11 +231,11 @@ inline angle_src source_of(const rope_plan& plan) {
 }
 template <class C>
 table_src<C> source_of(const rope_cache<C>& cache) {
-  return {cache.cos_data(), cache.sin_data(), cache.plan().pairs(), 1};
+  return {cache.cos_data(), cache.sin_data(), cache.plan().pairs(), 1, cache.max_positions()};
 }
 template <class C>
 table_src<C> source_of(const rope_table_view<C>& t) {
-  return {t.cos_data(), t.sin_data(), t.row_stride(), t.pair_stride()};
+  return {t.cos_data(), t.sin_data(), t.row_stride(), t.pair_stride(), t.max_positions()};
 }
 
 template <class F, class In, class Out, std::size_t K>

@@ -119,14 +119,14 @@ inline constexpr bool is_storage_v = format_of_v<T> != storage_format::none;
 /// The 16 bits of a 16-bit storage value, and back (through void*: Eigen::half is not trivially copyable in
 /// every Eigen version, but its object representation is its bits).
 template <class T>
-inline std::uint16_t bits16(const T& v) {
+POSENC_HOST_DEVICE inline std::uint16_t bits16(const T& v) {
   static_assert(sizeof(T) == 2, "posenc::storage_traits: 16-bit storage types are 2 bytes");
   std::uint16_t u = 0;
   std::memcpy(&u, static_cast<const void*>(&v), sizeof u);
   return u;
 }
 template <class T>
-inline T from_bits16(std::uint16_t u) {
+POSENC_HOST_DEVICE inline T from_bits16(std::uint16_t u) {
   static_assert(sizeof(T) == 2, "posenc::storage_traits: 16-bit storage types are 2 bytes");
   T v{};
   std::memcpy(static_cast<void*>(&v), &u, sizeof v);

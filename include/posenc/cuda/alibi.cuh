@@ -28,18 +28,13 @@ POSENC_BEGIN_NAMESPACE
 namespace cuda {
 namespace detail {
 
-template <class T, class Slopes>
-__global__ void alibi_kernel(posenc::detail::gpu::alibi_params<T, Slopes> p) {
-  posenc::detail::gpu::alibi_block(p, static_cast<index_t>(blockIdx.x), threadIdx.x, blockDim.x);
-}
-
 /// One launch over the rows of a checked [N, H, Lq, Lk] view.
 template <class T, class Slopes>
 status alibi_launch(const char* fn, const strided_view<T, 4>& v, const Slopes& slopes, const positions& pos, bool add,
                     bool symmetric, bool causal, cudaStream_t stream) {
-  const posenc::detail::gpu::alibi_params<T, Slopes> p{posenc::detail::gpu::pod_of(v), slopes, pod_positions(pos),
-                                                       add, symmetric, causal};
-  return launch_blocks(fn, &alibi_kernel<T, Slopes>, p, v.extent(0) * v.extent(1) * v.extent(2), 128, "N * H * Lq",
+  using P = posenc::detail::gpu::alibi_params<T, Slopes>;
+  const P p{posenc::detail::gpu::pod_of(v), slopes, pos, add, symmetric, causal};
+  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::alibi_block<T, Slopes>>, p, v.extent(0) * v.extent(1) * v.extent(2), 128, "N * H * Lq",
                        "rows", stream);
 }
 
@@ -62,7 +57,7 @@ status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, const pos
   bool work = false;
   POSENC_TRY(posenc::detail::check_alibi_scores(fn, "out", v, r[1] - r[0], pos, work));
   if (!work) return {};
-  return detail::alibi_launch(fn, v, posenc::detail::gpu::alibi_formula{cfg.num_heads, r[0], cfg.max_bias}, pos, false,
+  return detail::alibi_launch(fn, v, posenc::detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, pos, false,
                               cfg.form == alibi_form::symmetric, mask == alibi_mask::causal, stream);
 }
 
@@ -81,7 +76,7 @@ status try_add_alibi_bias(const alibi_config& cfg, strided_view<T, R> scores, co
   bool work = false;
   POSENC_TRY(posenc::detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos, work, false));
   if (!work) return {};
-  return detail::alibi_launch(fn, v, posenc::detail::gpu::alibi_formula{cfg.num_heads, r[0], cfg.max_bias}, query_pos,
+  return detail::alibi_launch(fn, v, posenc::detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, query_pos,
                               true, cfg.form == alibi_form::symmetric, mask == alibi_mask::causal, stream);
 }
 
@@ -99,7 +94,7 @@ status try_add_alibi_bias(strided_view<const S, RS> slopes, strided_view<T, R> s
   POSENC_TRY(posenc::detail::check_view(fn, "scores", scores, true));
   POSENC_TRY(posenc::detail::check_view(fn, "slopes", slopes, false));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(scores);
-  posenc::detail::gpu::alibi_slope_view<S> sv{slopes.data(), {0, 0}};
+  posenc::detail::alibi_view_slopes<S> sv{slopes.data(), {0, 0}};
   if constexpr (RS == 1) {
     if (slopes.extent(0) != v.extent(1))
       return detail::fail(fn, "slopes length=", slopes.extent(0), " does not match the scores' ", v.extent(1), " heads");

@@ -1,7 +1,7 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 //
 // What every CUDA launcher of posenc/cuda/ shares: CUDA's 16-bit types as storage types, CUDA errors as
-// statuses (errc::device_error), an owned device allocation, and positions as kernel parameters.
+// statuses (errc::device_error) and an owned device allocation.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,9 +13,7 @@
 #include <utility>
 
 #include "posenc/config.hpp"
-#include "posenc/detail/gpu/rope_body.hpp"
 #include "posenc/detail/throw.hpp"
-#include "posenc/positions.hpp"
 #include "posenc/status.hpp"
 #include "posenc/storage.hpp"
 
@@ -73,6 +71,13 @@ inline status launch_status(const char* fn) {
   return {};
 }
 
+/// The kernel of every one-phase body (detail/gpu/*_body.hpp): block blockIdx.x of the grid, its threads
+/// striding by blockDim.x. The bodies are the functions gpu_body_test.cpp runs on the CPU over the same grid.
+template <class Params, void (*Body)(const Params&, index_t, index_t, index_t)>
+__global__ void body_kernel(Params p) {
+  Body(p, static_cast<index_t>(blockIdx.x), static_cast<index_t>(threadIdx.x), static_cast<index_t>(blockDim.x));
+}
+
 /// The launch every posenc kernel makes: `blocks` blocks of `threads` over the plain-data params (one block per
 /// token or per score row, the grid's x dimension); nothing for zero blocks; an invalid_argument naming
 /// `what` (e.g. "N * L", "tokens") past the grid's 2^31 - 1 blocks, a device_error if the launch fails.
@@ -83,11 +88,6 @@ status launch_blocks(const char* fn, void (*kernel)(Params), const Params& p, in
   if (blocks > INT_MAX) return fail(fn, what, " = ", blocks, " ", unit, " exceed one launch's grid (", INT_MAX, ")");
   kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(p);
   return launch_status(fn);
-}
-
-/// posenc::positions as a kernel parameter (its arrays stay where they are: device memory for a launch).
-inline posenc::detail::gpu::pos_params pod_positions(const positions& p) {
-  return {static_cast<int>(p.kind()), p.start(), p.ids64(), p.ids32(), p.row_stride()};
 }
 
 }  // namespace detail

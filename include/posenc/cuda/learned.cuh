@@ -156,7 +156,7 @@ status try_learned_forward(const learned_table<C>& e, strided_view<const T, 3> i
                                                     e.beta_data(),
                                                     cfg.scale,
                                                     cfg.eps,
-                                                    detail::pod_positions(pos)};
+                                                    pos};
   return detail::launch_blocks(fn, &detail::learned_kernel<T, C>, p, in.extent(0) * in.extent(1), detail::learned_threads,
                                "N * L", "tokens", stream);
 }

@@ -76,9 +76,9 @@ status mrope_launch(const char* fn, const mrope_frequencies& f, const mrope_posi
   POSENC_TRY(posenc::detail::check_rope_call(fn, posenc::detail::geom_of(plan), positions::offset(0), targets, names,
                                              max_pos));
   POSENC_TRY(posenc::detail::validate_mrope_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), false));
-  const posenc::detail::gpu::mrope_source src{f.device_inv_freq(), f.device_axis(), plan.magnitude(), pos.data(),
-                                              pos.batch_stride(), pos.axis_stride()};
-  return launch_rotation(fn, rotation_params(targets, pod_positions(positions::offset(0)), src,
+  const posenc::detail::mrope_src src{f.device_inv_freq(), f.device_axis(), plan.magnitude(),
+                                      posenc::detail::max_abs(plan.inv_freq())};
+  return launch_rotation(fn, rotation_params(targets, pos, src,
                                              posenc::detail::geom_of(plan), sign),
                          stream);
 }

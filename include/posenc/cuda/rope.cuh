@@ -39,11 +39,6 @@ namespace detail {
 
 using posenc::detail::fail;
 
-template <class In, class Out, class Src>
-__global__ void rope_kernel(posenc::detail::gpu::rope_params<In, Out, Src> p) {
-  posenc::detail::gpu::rope_block(p, static_cast<index_t>(blockIdx.x), threadIdx.x, blockDim.x);
-}
-
 template <class C>
 __global__ void table_kernel(const double* w, double magnitude, index_t pairs, C* cos, C* sin) {
   posenc::detail::gpu::table_block(w, magnitude, pairs, cos, sin, static_cast<index_t>(blockIdx.x), threadIdx.x,
@@ -160,26 +155,27 @@ template <class C>
 status check_freq(const char*, const rope_table<C>&) {
   return {};
 }
-inline posenc::detail::gpu::angle_source source_of(const rope_frequencies& f) {
-  return {f.device_inv_freq(), f.plan().magnitude()};
+inline posenc::detail::angle_src source_of(const rope_frequencies& f) {
+  return {f.device_inv_freq(), f.plan().magnitude(), posenc::detail::max_abs(f.plan().inv_freq())};
 }
 template <class C>
-posenc::detail::gpu::table_source<C> source_of(const rope_table<C>& t) {
+posenc::detail::table_src<C> source_of(const rope_table<C>& t) {
   return {t.cos_data(), t.sin_data(), t.plan().pairs(), 1, t.max_positions()};
 }
 
 /// The one launch of every rotation (RoPE, xPos, MRoPE, shift, re-rotation) after its checks: one block per
 /// token (n, l) of all targets; nothing to do for zero tokens.
-template <class In, class Out, class Src>
-status launch_rotation(const char* fn, const posenc::detail::gpu::rope_params<In, Out, Src>& p, cudaStream_t stream) {
-  return launch_blocks(fn, &rope_kernel<In, Out, Src>, p, p.t.in[0].extent[0] * p.t.in[0].extent[1], rope_threads,
+template <class In, class Out, class Src, class Pos>
+status launch_rotation(const char* fn, const posenc::detail::gpu::rope_params<In, Out, Src, Pos>& p, cudaStream_t stream) {
+  using P = posenc::detail::gpu::rope_params<In, Out, Src, Pos>;
+  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::rope_block<In, Out, Src, Pos>>, p, p.t.in[0].extent[0] * p.t.in[0].extent[1], rope_threads,
                        "N * L", "tokens", stream);
 }
 
 /// The parameters of a rotation from a source over the window of `g`.
-template <class Src, class In, class Out, std::size_t K>
-posenc::detail::gpu::rope_params<In, Out, Src> rotation_params(const std::array<posenc::detail::rope_io<In, Out>, K>& targets,
-                                                               const posenc::detail::gpu::pos_params& pos, const Src& src,
+template <class Src, class Pos, class In, class Out, std::size_t K>
+posenc::detail::gpu::rope_params<In, Out, Src, Pos> rotation_params(const std::array<posenc::detail::rope_io<In, Out>, K>& targets,
+                                                                    const Pos& pos, const Src& src,
                                                                const posenc::rope_geometry& g, double sign) {
   return {posenc::detail::gpu::pod_targets<In, Out>(targets), pos, src, g.style, g.rotary_offset, g.pairs(), sign, {0, 0}};
 }
@@ -194,7 +190,7 @@ status rope_launch(const char* fn, const F& freq, const positions& pos, double s
   index_t max_pos = -1;
   POSENC_TRY(posenc::detail::check_rope_call(fn, geom_of(freq), pos, targets, names, max_pos, false));
   if (max_pos < 0) return {};
-  return launch_rotation(fn, rotation_params(targets, pod_positions(pos), source_of(freq), geom_of(freq), sign), stream);
+  return launch_rotation(fn, rotation_params(targets, pos, source_of(freq), geom_of(freq), sign), stream);
 }
 
 template <class F>

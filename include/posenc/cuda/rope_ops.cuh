@@ -27,17 +27,17 @@ namespace detail {
 
 /// A context shift: rotation by delta * w_i (rotations compose), magnitude 1 (the cached keys carry the plan's).
 template <class T>
-status shift_launch(const rope_frequencies& freq, const strided_view<T, 4>& k, const posenc::detail::gpu::pos_params& deltas,
-                    const std::int64_t* per_token, index_t batch, index_t length, index_t row_stride, cudaStream_t stream) {
+status shift_launch(const rope_frequencies& freq, const strided_view<T, 4>& k, const posenc::detail::delta_positions& deltas,
+                    index_t batch, index_t length, index_t row_stride, cudaStream_t stream) {
   constexpr const char* fn = "cuda::shift_rope";
   POSENC_TRY(check_freq(fn, freq));
   const std::array<posenc::detail::rope_io<T, T>, 1> targets{{{strided_view<const T, 4>(k), k, {}}}};
   index_t max_pos = -1;
   POSENC_TRY(posenc::detail::check_rope_call(fn, geom_of(freq), positions::offset(0), targets, {"k", "k"}, max_pos));
-  if (deltas.form != 3)
-    POSENC_TRY(posenc::detail::check_shift_deltas(fn, per_token, batch, length, row_stride, k.extent(0), k.extent(1)));
+  if (deltas.per_token != nullptr)
+    POSENC_TRY(posenc::detail::check_shift_deltas(fn, deltas.per_token, batch, length, row_stride, k.extent(0), k.extent(1)));
   if (k.empty()) return {};
-  const posenc::detail::gpu::angle_source src{freq.device_inv_freq(), 1.0};
+  const posenc::detail::angle_src src{freq.device_inv_freq(), 1.0, posenc::detail::max_abs(freq.plan().inv_freq())};
   return launch_rotation(fn, rotation_params(targets, deltas, src, geom_of(freq), 1.0), stream);
 }
 
@@ -50,8 +50,7 @@ status shift_launch(const rope_frequencies& freq, const strided_view<T, 4>& k, c
 template <class T>
 status try_shift_rope(const rope_frequencies& freq, strided_view<T, 4> k, index_t delta,
                       cudaStream_t stream = nullptr) noexcept {
-  return detail::shift_launch(freq, k, posenc::detail::gpu::pos_params{3, delta, nullptr, nullptr, 0}, nullptr, 0, 0, -1,
-                              stream);
+  return detail::shift_launch(freq, k, posenc::detail::delta_positions{delta, nullptr, 0}, 0, 0, -1, stream);
 }
 
 /// Context shift with one delta per cached token: token (n, l) moves by deltas[n * row_stride + l] (device
@@ -60,8 +59,8 @@ template <class T>
 status try_shift_rope(const rope_frequencies& freq, strided_view<T, 4> k, const std::int64_t* deltas, index_t batch,
                       index_t length, index_t row_stride = -1, cudaStream_t stream = nullptr) noexcept {
   const index_t stride = row_stride < 0 ? length : row_stride;
-  return detail::shift_launch(freq, k, posenc::detail::gpu::pos_params{2, 0, deltas, nullptr, stride}, deltas, batch,
-                              length, row_stride, stream);
+  return detail::shift_launch(freq, k, posenc::detail::delta_positions{0, deltas, stride}, batch, length, row_stride,
+                              stream);
 }
 
 /// Re-rotates keys cached under `from` into `to` at the same positions, in place: angle p*w_to - p*w_from
@@ -77,9 +76,11 @@ status try_rerotate_rope(const rope_frequencies& from, const rope_frequencies& t
   index_t max_pos = -1;
   POSENC_TRY(posenc::detail::check_rope_call(fn, detail::geom_of(to), pos, targets, {"k", "k"}, max_pos, false));
   if (max_pos < 0) return {};
-  const posenc::detail::gpu::rerotate_source src{from.device_inv_freq(), to.device_inv_freq(),
-                                                 to.plan().magnitude() / from.plan().magnitude()};
-  return detail::launch_rotation(fn, detail::rotation_params(targets, detail::pod_positions(pos), src, detail::geom_of(to), 1.0),
+  const posenc::detail::rerotate_src src{from.device_inv_freq(), to.device_inv_freq(),
+                                         to.plan().magnitude() / from.plan().magnitude(),
+                                         posenc::detail::max_abs(from.plan().inv_freq()) +
+                                             posenc::detail::max_abs(to.plan().inv_freq())};
+  return detail::launch_rotation(fn, detail::rotation_params(targets, pos, src, detail::geom_of(to), 1.0),
                                  stream);
 }
 

@@ -27,16 +27,13 @@ namespace cuda {
 namespace detail {
 
 template <class T>
-__global__ void sinusoid_kernel(posenc::detail::gpu::sinusoid_params_gpu<T> p) {
-  posenc::detail::gpu::sinusoid_block(p, static_cast<index_t>(blockIdx.x), threadIdx.x, blockDim.x);
-}
-
-template <class T>
 status sinusoid_launch(const char* fn, const sinusoidal_config& cfg, const positions& pos, const strided_view<const T, 3>& in,
                        const strided_view<T, 3>& out, bool add, cudaStream_t stream) {
-  const posenc::detail::gpu::sinusoid_params_gpu<T> p{posenc::detail::gpu::pod_of(in), posenc::detail::gpu::pod_of(out), pod_positions(pos),
-                                                      posenc::detail::sinusoid_params_of(cfg), add};
-  return launch_blocks(fn, &sinusoid_kernel<T>, p, out.extent(0) * out.extent(1), 128, "N * L", "tokens", stream);
+  using P = posenc::detail::gpu::sinusoid_params_gpu<T>;
+  const P p{posenc::detail::gpu::pod_of(in), posenc::detail::gpu::pod_of(out), pos, posenc::detail::sinusoid_params_of(cfg),
+            add};
+  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::sinusoid_block<T>>, p, out.extent(0) * out.extent(1), 128,
+                       "N * L", "tokens", stream);
 }
 
 }  // namespace detail

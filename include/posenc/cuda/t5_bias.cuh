@@ -26,11 +26,6 @@ POSENC_BEGIN_NAMESPACE
 namespace cuda {
 namespace detail {
 
-template <class T, class C>
-__global__ void t5_kernel(posenc::detail::gpu::t5_params<T, C> p) {
-  posenc::detail::gpu::t5_block(p, static_cast<index_t>(blockIdx.x), threadIdx.x, blockDim.x);
-}
-
 /// The checks every T5 entry shares (as t5_relative_bias's), then one launch over the rows.
 template <class C, class T>
 status t5_launch(const char* fn, const strided_view<const C, 2>& table, const t5_bucket_config& cfg,
@@ -47,14 +42,14 @@ status t5_launch(const char* fn, const strided_view<const C, 2>& table, const t5
   POSENC_TRY(posenc::detail::validate_positions(fn, pos, v.extent(0), v.extent(2), max_pos, false));
   const index_t rows = v.extent(0) * v.extent(1) * v.extent(2);
   if (max_pos < 0 || v.extent(3) == 0) return {};
-  const posenc::detail::gpu::t5_params<T, C> p{posenc::detail::gpu::pod_of(v),
-                                               table.data(),
-                                               {table.stride(0), table.stride(1)},
-                                               posenc::detail::math::t5_bucketer(cfg.bidirectional, cfg.num_buckets,
-                                                                                 cfg.max_distance),
-                                               pod_positions(pos),
-                                               add};
-  return launch_blocks(fn, &t5_kernel<T, C>, p, rows, 128, "N * H * Lq", "rows", stream);
+  using P = posenc::detail::gpu::t5_params<T, C>;
+  const P p{posenc::detail::gpu::pod_of(v),
+            table.data(),
+            {table.stride(0), table.stride(1)},
+            posenc::detail::math::t5_bucketer(cfg.bidirectional, cfg.num_buckets, cfg.max_distance),
+            pos,
+            add};
+  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::t5_block<T, C>>, p, rows, 128, "N * H * Lq", "rows", stream);
 }
 
 }  // namespace detail

@@ -76,10 +76,10 @@ status xpos_launch(const char* fn, const xpos_frequencies& f, const positions& p
   index_t max_pos = -1;
   POSENC_TRY(posenc::detail::validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), max_pos, false));
   if (max_pos < 0) return {};
-  const posenc::detail::gpu::xpos_source src{f.device_inv_freq(), f.device_log_zeta(), center,
-                                             f.plan().config().scale_base};
+  const posenc::detail::xpos_src src{f.device_inv_freq(), f.device_log_zeta(), center, f.plan().config().scale_base,
+                                     posenc::detail::max_abs(f.plan().inv_freq()), {true, true}};
   const posenc::rope_geometry g{f.plan().head_dim(), 2 * f.plan().pairs(), 0, f.plan().config().style};
-  auto p = rotation_params(targets, pod_positions(pos), src, g, sign);
+  auto p = rotation_params(targets, pos, src, g, sign);
   for (std::size_t k = 0; k < K; ++k) p.variant[k] = modes[k] == xpos_mode::upscale ? 0 : 1;
   return launch_rotation(fn, p, stream);
 }

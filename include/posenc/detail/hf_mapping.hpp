@@ -17,6 +17,7 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
+#include "posenc/io/hf_rope_info.hpp"
 #include "posenc/rope_params.hpp"
 #include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
@@ -96,18 +97,6 @@ struct choices {
   longrope_policy long_policy = longrope_policy::per_length;
 };
 
-/// What the keys mean (hf_rope_info documents each field).
-struct mapped {
-  rope_config config;
-  std::string rope_type;  ///< Hugging Face's name: "default", "linear", ...
-  double partial_rotary_factor = 1.0;
-  index_t max_position_embeddings = 0;
-  index_t num_attention_heads = 0;
-  index_t num_key_value_heads = 0;
-  std::vector<index_t> mrope_section;
-  bool mrope_interleaved = false;
-};
-
 /// DeepSeek-V2/V3 (and models built on them, e.g. Kimi K2): by model_type or by architecture class name.
 inline bool is_deepseek(const std::string& model_type, const std::vector<std::string>& architectures) {
   if (model_type == "deepseek_v2" || model_type == "deepseek_v3") return true;
@@ -116,9 +105,10 @@ inline bool is_deepseek(const std::string& model_type, const std::vector<std::st
   return false;
 }
 
-/// The keys -> rope_params (and the names its fields are reported under) -> rope_config by the shared mapping.
-/// The first error among the keys used, in the order used, is the result; `out` is assigned only on success.
-inline status map_config(const config_keys& k, const choices& c, mapped& out) {
+/// The keys -> rope_params (and the names its fields are reported under) -> rope_config by the shared mapping,
+/// and what they mean as hf_rope_info (which documents each field). The first error among the keys used, in the
+/// order used, is the result; `out` is assigned only on success.
+inline status map_config(const config_keys& k, const choices& c, hf_rope_info& out) {
   const model_keys& top = k.top;
   const scaling_keys& dict = k.dict;
   status err;
@@ -130,7 +120,8 @@ inline status map_config(const config_keys& k, const choices& c, mapped& out) {
     return fail(fn, name, " is missing (required for ", why, ")");
   };
 
-  mapped m;
+  hf_rope_info m;
+  m.model_type = k.model_type;
   rope_params p;
   rope_param_names names;
   names.function = fn;

@@ -239,20 +239,7 @@ status parse(typename A::node root, const hf_options& opt, hf_rope_info& result)
   c.ntk_policy = opt.ntk_policy;
   c.long_policy = opt.long_policy;
 
-  mapped out;
-  POSENC_TRY(map_config(k, c, out));
-  hf_rope_info info;
-  info.config = std::move(out.config);
-  info.model_type = std::move(k.model_type);
-  info.rope_type = std::move(out.rope_type);
-  info.partial_rotary_factor = out.partial_rotary_factor;
-  info.max_position_embeddings = out.max_position_embeddings;
-  info.num_attention_heads = out.num_attention_heads;
-  info.num_key_value_heads = out.num_key_value_heads;
-  info.mrope_section = std::move(out.mrope_section);
-  info.mrope_interleaved = out.mrope_interleaved;
-  result = std::move(info);
-  return {};
+  return map_config(k, c, result);
 }
 
 }  // namespace detail::hf

@@ -18,31 +18,12 @@
 POSENC_BEGIN_NAMESPACE
 namespace detail::gpu {
 
-/// Slopes from the formula: local head h is global head head_begin + h of num_heads.
-struct alibi_formula {
-  index_t num_heads;
-  index_t head_begin;
-  double max_bias;
-  POSENC_HOST_DEVICE double operator()(index_t, index_t h) const {
-    return math::alibi_slope(head_begin + h, num_heads, max_bias);
-  }
-};
-
-/// Slopes read from an [N, H] view of any storage type (a [H] view has batch stride 0).
-template <class S>
-struct alibi_slope_view {
-  const S* data;
-  index_t stride[2];
-  POSENC_HOST_DEVICE double operator()(index_t n, index_t h) const {
-    return load<double>(data + n * stride[0] + h * stride[1]);
-  }
-};
-
+/// Slopes: the CPU kernels' alibi_formula_slopes or alibi_view_slopes<S> (detail/kernels/params.hpp).
 template <class T, class Slopes>
 struct alibi_params {
   view4<T> scores;  ///< [N, H, Lq, Lk]
   Slopes slopes;
-  pos_params pos;   ///< query positions over (N, Lq)
+  positions pos;    ///< query positions over (N, Lq)
   bool add;         ///< add to the scores (else write the bias)
   bool symmetric;
   bool causal;
@@ -59,12 +40,12 @@ POSENC_HOST_DEVICE inline void alibi_block(const alibi_params<T, Slopes>& p, ind
   for (index_t j = thread; j < lk; j += threads) {
     T* e = p.scores.at(n, h, i, j);
     if (j > q && p.causal) {
-      store(e, -HUGE_VAL);  // not numeric_limits: a constexpr host function, not callable from device code
+      *e = store_as<T>(-HUGE_VAL);  // not numeric_limits: a constexpr host function, not callable from device code
       continue;
     }
     const double s = j > q && p.symmetric ? -slope : slope;
     const double d = static_cast<double>(j - q);
-    store(e, p.add ? std::fma(s, d, load<double>(e)) : s * d);
+    *e = store_as<T>(p.add ? std::fma(s, d, load_as<double>(*e)) : s * d);
   }
 }
 

@@ -32,7 +32,7 @@ struct learned_params {
   const C* beta;
   double scale;
   double eps;
-  pos_params pos;
+  positions pos;
 };
 
 /// The table row of block `block`'s token, or -1 when its position is past the table (device positions are not
@@ -49,9 +49,9 @@ POSENC_HOST_DEVICE inline index_t learned_row(const learned_params<T, C>& p, ind
 template <class T, class C>
 POSENC_HOST_DEVICE inline double learned_h(const learned_params<T, C>& p, index_t block, index_t row, index_t d) {
   const index_t len = p.out.extent[1];
-  using A = acc_t<T, T>;
-  return static_cast<double>(load<A>(p.in.at(block / len, block % len, 0, d))) +
-         p.scale * static_cast<double>(load<double>(p.table + row * p.out.extent[3] + d));
+  using A = simd::acc_t<T>;
+  return static_cast<double>(load_as<A>(*p.in.at(block / len, block % len, 0, d))) +
+         p.scale * load_as<double>(p.table[row * p.out.extent[3] + d]);
 }
 
 /// Phase 1 (squares false): this thread's share of sum_d h_d; phase 2 (squares true): of sum_d (h_d - mean)^2.
@@ -84,14 +84,14 @@ POSENC_HOST_DEVICE inline void learned_write(const learned_params<T, C>& p, inde
   if (row < 0) return;
   const index_t len = p.out.extent[1];
   const index_t n = block / len, l = block % len;
-  using A = acc_t<T, T>;
+  using A = simd::acc_t<T>;
   for (index_t d = thread; d < p.out.extent[3]; d += threads) {
     if (p.gamma != nullptr) {
       const double xhat = (learned_h(p, block, row, d) - mean) * rstd;
-      store(p.out.at(n, l, 0, d), load<double>(p.gamma + d) * xhat + load<double>(p.beta + d));
+      *p.out.at(n, l, 0, d) = store_as<T>(load_as<double>(p.gamma[d]) * xhat + load_as<double>(p.beta[d]));
     } else {
-      const A e = load<A>(p.table + row * p.out.extent[3] + d);
-      store(p.out.at(n, l, 0, d), load<A>(p.in.at(n, l, 0, d)) + static_cast<A>(p.scale) * e);
+      const A e = load_as<A>(p.table[row * p.out.extent[3] + d]);
+      *p.out.at(n, l, 0, d) = store_as<T>(load_as<A>(*p.in.at(n, l, 0, d)) + static_cast<A>(p.scale) * e);
     }
   }
 }

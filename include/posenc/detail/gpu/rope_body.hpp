@@ -20,6 +20,9 @@
 #include "posenc/detail/math/half.hpp"
 #include "posenc/detail/math/rotate.hpp"
 #include "posenc/detail/math/xpos_scale.hpp"
+#include "posenc/detail/kernels/params.hpp"
+#include "posenc/mrope_plan.hpp"
+#include "posenc/positions.hpp"
 #include "posenc/storage.hpp"
 #include "posenc/tensor_view.hpp"
 #include "posenc/types.hpp"
@@ -51,58 +54,12 @@ view4<T> pod_of(const strided_view<T, 3>& v) {
   return {v.data(), {v.extent(0), v.extent(1), 1, v.extent(2)}, {v.stride(0), v.stride(1), 0, v.stride(2)}};
 }
 
-/// posenc::positions as plain data: the position of token (n, l), read from device memory for the
-/// per_sequence and per_token forms. A context shift passes its deltas as positions: per token (form 2) or one
-/// delta for every token (form 3, `start`).
-struct pos_params {
-  int form;  ///< 0 offset, 1 per_sequence, 2 per_token (positions::form), 3 uniform (`start` for every token)
-  index_t start;
-  const std::int64_t* p64;
-  const std::int32_t* p32;
-  index_t stride;
-  POSENC_HOST_DEVICE index_t value(index_t i) const { return p64 != nullptr ? p64[i] : static_cast<index_t>(p32[i]); }
-  POSENC_HOST_DEVICE index_t at(index_t n, index_t l) const {
-    if (form == 0) return start + l;
-    if (form == 1) return value(n) + start + l;
-    if (form == 3) return start;
-    return value(n * stride + l);
-  }
-};
-
 // ---- storage ------------------------------------------------------------------------------------------------
+// The CPU kernels' conversions (simd::load_as, simd::store_as: one rounding, double to 16 bits through float) and
+// arithmetic type (rope_acc_t, detail/kernels/params.hpp), on the device too.
 
-/// The arithmetic of a rotation: double if either side is double, else float (16-bit storage computes in float).
-template <class In, class Out>
-using acc_t = std::conditional_t<format_of_v<In> == storage_format::f64 || format_of_v<Out> == storage_format::f64,
-                                 double, float>;
-
-/// Loads one element of any storage type as A (exact: every f16/bf16/float value is a float).
-template <class A, class S>
-POSENC_HOST_DEVICE inline A load(const S* p) {
-  constexpr storage_format f = format_of_v<S>;
-  static_assert(f != storage_format::none, "posenc: not a storage type (specialise posenc::storage_traits)");
-  if constexpr (f == storage_format::f32 || f == storage_format::f64) {
-    return static_cast<A>(*p);
-  } else {
-    std::uint16_t bits;
-    std::memcpy(&bits, static_cast<const void*>(p), 2);
-    return static_cast<A>(f == storage_format::f16 ? math::half_bits_to_float(bits) : math::bf16_bits_to_float(bits));
-  }
-}
-
-/// Stores v into any storage type, rounding once: double to float or float to f16/bf16, nearest even. A double
-/// value bound for f16/bf16 goes through float first (the CPU kernels' convention for double arithmetic).
-template <class S, class A>
-POSENC_HOST_DEVICE inline void store(S* p, A v) {
-  constexpr storage_format f = format_of_v<S>;
-  if constexpr (f == storage_format::f32 || f == storage_format::f64) {
-    *p = static_cast<S>(v);
-  } else {
-    const float x = static_cast<float>(v);
-    const std::uint16_t bits = f == storage_format::f16 ? math::float_to_half_bits(x) : math::float_to_bf16_bits(x);
-    std::memcpy(static_cast<void*>(p), &bits, 2);
-  }
-}
+using simd::load_as;
+using simd::store_as;
 
 /// sin and cos of a double angle: CUDA's sincos on the device, libm on the host (both within an ulp or two).
 POSENC_HOST_DEVICE inline void sincos_d(double theta, double& s, double& c) {
@@ -114,101 +71,75 @@ POSENC_HOST_DEVICE inline void sincos_d(double theta, double& s, double& c) {
 #endif
 }
 
-// ---- cos/sin sources ----------------------------------------------------------------------------------------
+// ---- positions and cos/sin sources: the CPU kernels' plain data (detail/kernels/params.hpp), one pair at a time
 
-/// Cache-free: theta = p * w_i formed in double (exact to p*w*2^-53, as the CPU path), sin and cos in double.
-/// Every source's cos_sin takes the token's position p, the token (n, l), the pair i, the direction and the
-/// target's variant.
-struct angle_source {
-  const double* w;
-  double magnitude;
-  static constexpr bool double_arithmetic = false;
-  static constexpr bool is_table = false;
-  template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int, A& c, A& s) const {
-    double sd, cd;
-    sincos_d(static_cast<double>(p) * w[i], sd, cd);
-    c = static_cast<A>(cd * magnitude);
-    s = static_cast<A>(sign * sd * magnitude);
-  }
+/// The three positions (t, h, w) of an MRoPE token.
+struct axes3 {
+  index_t v[3];
 };
 
-/// A cos/sin table (posenc::cuda::rope_table, built from a plan): pair i of position p at
-/// cos[p * row_stride + i * pair_stride]; positions past `rows` are not rotated (see the launcher).
+/// The position a rotation of token (n, l) reads: positions and context-shift deltas give one, MRoPE three.
+POSENC_HOST_DEVICE inline index_t token_position(const positions& p, index_t n, index_t l) { return p.at(n, l); }
+POSENC_HOST_DEVICE inline index_t token_position(const delta_positions& p, index_t n, index_t l) { return p.at(n, l); }
+POSENC_HOST_DEVICE inline axes3 token_position(const mrope_positions& p, index_t n, index_t l) {
+  const std::int64_t* b = p.data() + n * p.batch_stride() + l;
+  return {{b[0], b[p.axis_stride()], b[2 * p.axis_stride()]}};
+}
+
+/// Whether a token's position has a row in the source: a table has `rows` (device positions are not read on the
+/// host, so a position past the table is left unrotated instead of read past it); the formulas have every row.
+template <class Src, class P>
+POSENC_HOST_DEVICE inline bool has_row(const Src&, const P&) {
+  return true;
+}
 template <class C>
-struct table_source {
-  const C* cos;
-  const C* sin;
-  index_t row_stride;
-  index_t pair_stride;
-  index_t rows;
-  static constexpr bool double_arithmetic = false;
-  static constexpr bool is_table = true;
-  template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int, A& c, A& s) const {
-    const index_t k = p * row_stride + i * pair_stride;
-    c = load<A>(cos + k);
-    s = static_cast<A>(sign) * load<A>(sin + k);
-  }
-};
+POSENC_HOST_DEVICE inline bool has_row(const table_src<C>& t, index_t p) {
+  return p >= 0 && p < t.rows;
+}
 
-/// Re-rotation from one plan to another at the same positions (posenc::rerotate_rope): theta = p*w_to - p*w_from,
-/// each product in double as the CPU kernels form it, magnitude m_to/m_from.
-struct rerotate_source {
-  const double* w_from;
-  const double* w_to;
-  double ratio;
-  static constexpr bool double_arithmetic = false;
-  static constexpr bool is_table = false;
-  template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int, A& c, A& s) const {
-    const double pd = static_cast<double>(p);
-    double sd, cd;
-    sincos_d(pd * w_to[i] - pd * w_from[i], sd, cd);
-    c = static_cast<A>(cd * ratio);
-    s = static_cast<A>(sign * sd * ratio);
-  }
-};
-
+/// cos and sin of pair i at position p times the source's magnitude, sin times `sign` (-1: the transpose);
+/// `variant` is xPos's upscale (0) or downscale (1). The CPU kernels' formulas, one pair at a time.
+/// RoPE and context shift: theta = p * w_i formed in double (exact to p*w*2^-53, as the CPU path).
+template <class A>
+POSENC_HOST_DEVICE void pair_cos_sin(const angle_src& src, index_t p, index_t i, double sign, int, A& c, A& s) {
+  double sd, cd;
+  sincos_d(static_cast<double>(p) * src.w[i], sd, cd);
+  c = static_cast<A>(cd * src.magnitude);
+  s = static_cast<A>(sign * sd * src.magnitude);
+}
+/// A table (posenc::cuda::rope_table): pair i of position p at cos[p * row_stride + i * pair_stride].
+template <class A, class C>
+POSENC_HOST_DEVICE void pair_cos_sin(const table_src<C>& t, index_t p, index_t i, double sign, int, A& c, A& s) {
+  const index_t k = p * t.row_stride + i * t.pair_stride;
+  c = load_as<A>(t.cos[k]);
+  s = static_cast<A>(sign) * load_as<A>(t.sin[k]);
+}
+/// Re-rotation (posenc::rerotate_rope): theta = p*w_to - p*w_from, each product in double, magnitude m_to/m_from.
+template <class A>
+POSENC_HOST_DEVICE void pair_cos_sin(const rerotate_src& src, index_t p, index_t i, double sign, int, A& c, A& s) {
+  const double pd = static_cast<double>(p);
+  double sd, cd;
+  sincos_d(pd * src.w_to[i] - pd * src.w_from[i], sd, cd);
+  c = static_cast<A>(cd * src.ratio);
+  s = static_cast<A>(sign * sd * src.ratio);
+}
 /// xPos (torchscale, Sun et al. 2022): theta = p * w_i, times zeta_i^((p - C)/scale_base) for variant 0 (upscale,
 /// queries) or its reciprocal for variant 1 (downscale, keys), each exp(+-ln(zeta_i) (p - C)/scale_base) in
-/// double. Double arithmetic throughout: the scale may leave float's range where the scaled value does not.
-struct xpos_source {
-  const double* w;
-  const double* log_zeta;
-  index_t center;
-  double scale_base;
-  static constexpr bool double_arithmetic = true;
-  static constexpr bool is_table = false;
-  template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t p, index_t, index_t, index_t i, double sign, int variant, A& c, A& s) const {
-    double sd, cd;
-    sincos_d(static_cast<double>(p) * w[i], sd, cd);
-    const double e = math::xpos_log_scale(log_zeta[i], p, center, scale_base);
-    const double scale = std::exp(variant == 0 ? e : -e);
-    c = static_cast<A>(cd * scale);
-    s = static_cast<A>(sign * sd * scale);
-  }
-};
-
-/// MRoPE (Qwen2-VL / Qwen3-VL): pair i turns by p[axis_i] * w_i, p the token's (t, h, w) positions at
-/// ids[n * batch_stride + axis * axis_stride + l] (device memory); the token position the body passes is unused.
-struct mrope_source {
-  const double* w;
-  const std::uint8_t* axis;
-  double magnitude;
-  const std::int64_t* ids;
-  index_t batch_stride;
-  index_t axis_stride;
-  static constexpr bool double_arithmetic = false;
-  static constexpr bool is_table = false;
-  template <class A>
-  POSENC_HOST_DEVICE void cos_sin(index_t, index_t n, index_t l, index_t i, double sign, int, A& c, A& s) const {
-    const index_t p = ids[n * batch_stride + static_cast<index_t>(axis[i]) * axis_stride + l];
-    const angle_source plain{w, magnitude};
-    plain.cos_sin(p, n, l, i, sign, 0, c, s);
-  }
-};
+/// double (rope_acc_t is double for xPos: the scale may leave float's range where the scaled value does not).
+template <class A>
+POSENC_HOST_DEVICE void pair_cos_sin(const xpos_src& src, index_t p, index_t i, double sign, int variant, A& c, A& s) {
+  double sd, cd;
+  sincos_d(static_cast<double>(p) * src.w[i], sd, cd);
+  const double e = math::xpos_log_scale(src.log_zeta[i], p, src.center, src.scale_base);
+  const double scale = std::exp(variant == 0 ? e : -e);
+  c = static_cast<A>(cd * scale);
+  s = static_cast<A>(sign * sd * scale);
+}
+/// MRoPE (Qwen2-VL / Qwen3-VL): pair i turns by p[axis_i] * w_i.
+template <class A>
+POSENC_HOST_DEVICE void pair_cos_sin(const mrope_src& src, const axes3& p, index_t i, double sign, int, A& c, A& s) {
+  pair_cos_sin(angle_src{src.w, src.magnitude, src.w_max}, p.v[src.axis[i]], i, sign, 0, c, s);
+}
 
 // ---- the kernel body ----------------------------------------------------------------------------------------
 
@@ -233,11 +164,12 @@ rope_pair_targets<In, Out> pod_targets(const std::array<Io, K>& targets) {
   return t;
 }
 
-/// Everything a RoPE block needs: the targets, positions, the cos/sin source and the window.
-template <class In, class Out, class Src>
+/// Everything a RoPE block needs: the targets, positions (posenc::positions, delta_positions for a context
+/// shift, mrope_positions for MRoPE; arrays in device memory), the cos/sin source and the window.
+template <class In, class Out, class Src, class Pos = positions>
 struct rope_params {
   rope_pair_targets<In, Out> t;
-  pos_params pos;
+  Pos pos;
   Src src;
   rope_style style;
   index_t offset;  ///< first rotated feature
@@ -248,16 +180,14 @@ struct rope_params {
 
 /// Block `block` handles token (n, l) = (block / L, block % L) of every target; thread `thread` of `threads`
 /// takes every threads-th item. The grid is N * L blocks of any width.
-template <class In, class Out, class Src>
-POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src>& p, index_t block, index_t thread,
+template <class In, class Out, class Src, class Pos>
+POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src, Pos>& p, index_t block, index_t thread,
                                           index_t threads) {
-  using A = std::conditional_t<Src::double_arithmetic, double, acc_t<In, Out>>;
+  using A = rope_acc_t<Src, In, Out>;
   const index_t len = p.t.in[0].extent[1];
   const index_t n = block / len, l = block % len;
-  const index_t pos = p.pos.at(n, l);
-  if constexpr (Src::is_table) {
-    if (pos < 0 || pos >= p.src.rows) return;  // device positions are not read on the host: never read past the table
-  }
+  const auto pos = token_position(p.pos, n, l);
+  if (!has_row(p.src, pos)) return;
   for (int k = 0; k < p.t.count; ++k) {
     const view4<const In>& in = p.t.in[k];
     const view4<Out>& out = p.t.out[k];
@@ -272,13 +202,13 @@ POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src>& p, in
       const index_t fa = p.offset + (p.style == rope_style::interleaved ? 2 * i : i);
       const index_t fb = p.offset + (p.style == rope_style::interleaved ? 2 * i + 1 : i + p.pairs);
       A c, s;
-      p.src.cos_sin(pos, n, l, i, p.sign, p.variant[k], c, s);
+      pair_cos_sin(p.src, pos, i, p.sign, p.variant[k], c, s);
       for (index_t h = lane; h < heads; h += lanes) {
-        const A a = load<A>(in.at(n, l, h, fa)), b = load<A>(in.at(n, l, h, fb));
+        const A a = load_as<A>(*in.at(n, l, h, fa)), b = load_as<A>(*in.at(n, l, h, fb));
         A ra, rb;
         math::rotate_pair(a, b, c, s, ra, rb);
-        store(out.at(n, l, h, fa), ra);
-        store(out.at(n, l, h, fb), rb);
+        *out.at(n, l, h, fa) = store_as<Out>(ra);
+        *out.at(n, l, h, fb) = store_as<Out>(rb);
       }
     }
     // Out of place: the features outside [offset, offset + 2 pairs) are copied.
@@ -288,7 +218,7 @@ POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src>& p, in
       const index_t h = j / rest;
       index_t f = j % rest;
       if (f >= p.offset) f += 2 * p.pairs;
-      store(out.at(n, l, h, f), load<A>(in.at(n, l, h, f)));
+      *out.at(n, l, h, f) = store_as<Out>(load_as<A>(*in.at(n, l, h, f)));
     }
   }
 }
@@ -298,12 +228,12 @@ POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src>& p, in
 template <class C>
 POSENC_HOST_DEVICE inline void table_block(const double* w, double magnitude, index_t pairs, C* cos, C* sin,
                                            index_t block, index_t thread, index_t threads) {
-  const angle_source src{w, magnitude};
+  const angle_src src{w, magnitude, 0.0};
   for (index_t i = thread; i < pairs; i += threads) {
     double c, s;
-    src.cos_sin(block, 0, 0, i, 1.0, 0, c, s);
-    store(cos + block * pairs + i, c);
-    store(sin + block * pairs + i, s);
+    pair_cos_sin(src, block, i, 1.0, 0, c, s);
+    cos[block * pairs + i] = store_as<C>(c);
+    sin[block * pairs + i] = store_as<C>(s);
   }
 }
 

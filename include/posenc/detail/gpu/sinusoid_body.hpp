@@ -23,7 +23,7 @@ template <class T>
 struct sinusoid_params_gpu {
   view4<const T> in;  ///< ignored when !add
   view4<T> out;
-  pos_params pos;
+  positions pos;
   sinusoid_params sp;
   bool add;
 };
@@ -46,11 +46,11 @@ POSENC_HOST_DEVICE inline void sinusoid_block(const sinusoid_params_gpu<T>& p, i
     }
     const index_t fs = p.sp.concat ? i : 2 * i, fc = p.sp.concat ? half + i : 2 * i + 1;
     if (p.add) {
-      store(p.out.at(n, l, 0, fs), load<double>(p.in.at(n, l, 0, fs)) + s);
-      store(p.out.at(n, l, 0, fc), load<double>(p.in.at(n, l, 0, fc)) + c);
+      *p.out.at(n, l, 0, fs) = store_as<T>(load_as<double>(*p.in.at(n, l, 0, fs)) + s);
+      *p.out.at(n, l, 0, fc) = store_as<T>(load_as<double>(*p.in.at(n, l, 0, fc)) + c);
     } else {
-      store(p.out.at(n, l, 0, fs), s);
-      store(p.out.at(n, l, 0, fc), c);
+      *p.out.at(n, l, 0, fs) = store_as<T>(s);
+      *p.out.at(n, l, 0, fc) = store_as<T>(c);
     }
   }
 }

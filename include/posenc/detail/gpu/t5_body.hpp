@@ -21,7 +21,7 @@ struct t5_params {
   const C* table;         ///< [num_buckets, H] at table[b * stride[0] + h * stride[1]]
   index_t table_stride[2];
   math::t5_bucketer bucket;
-  pos_params pos;         ///< query positions over (N, Lq)
+  positions pos;          ///< query positions over (N, Lq)
   bool add;
 };
 
@@ -32,9 +32,9 @@ POSENC_HOST_DEVICE inline void t5_block(const t5_params<T, C>& p, index_t block,
   const index_t q = p.pos.at(n, i);
   for (index_t j = thread; j < lk; j += threads) {
     const index_t b = p.bucket(j - q);
-    const double v = load<double>(p.table + b * p.table_stride[0] + h * p.table_stride[1]);
+    const double v = load_as<double>(p.table[b * p.table_stride[0] + h * p.table_stride[1]]);
     T* e = p.scores.at(n, h, i, j);
-    store(e, p.add ? load<double>(e) + v : v);
+    *e = store_as<T>(p.add ? load_as<double>(*e) + v : v);
   }
 }
 

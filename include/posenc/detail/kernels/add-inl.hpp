@@ -29,7 +29,7 @@ index_t put_body(D d, Out* out, index_t i, index_t n, const typename D::lane_typ
 template <class T>
 void add_double_row(const T* in, index_t si, T* out, index_t so, index_t n, const double* v) {
   const simd::lanes<double, isa_tag> d;
-  const simd::lanes<double, simd::scalar> d1;
+  const simd::lanes<double, simd::tail<isa_tag>> d1;
   index_t k = 0;
   if (in == nullptr) {
     if (so == 1) k = put_body(d, out, 0, n, v);
@@ -99,7 +99,7 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
             }
             if (!sp.concat) {  // interleaved: [s0, c0, s1, c1, ...]
               const index_t i = zip_body(simd::lanes<double, isa_tag>{}, 0, m, s, c, v);
-              zip_body(simd::lanes<double, simd::scalar>{}, i, m, s, c, v);
+              zip_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, m, s, c, v);
             }
           }
           row = sp.concat ? nullptr : v;
@@ -135,7 +135,7 @@ template <class Pos, class T, class C>
 void table_rows(target, const C* table, index_t dim, index_t row_offset, double scale, const Pos& pos,
                 const add_target<T>& t) {
   using A = simd::acc2_t<T, C>;
-  const simd::lanes<A, simd::scalar> d1;
+  const simd::lanes<A, simd::tail<isa_tag>> d1;
   const auto sc = set1(d1, static_cast<A>(scale));
   for (index_t n = 0; n < t.out.extent(0); ++n)
     for (index_t l = 0; l < t.out.extent(1); ++l) {

@@ -64,7 +64,7 @@ inline bool alibi_float_exact(double slope, index_t max_distance) {
 template <bool Add, class T>
 void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope, index_t query) {
   if (begin >= end) return;
-  const simd::lanes<double, simd::scalar> d1;
+  const simd::lanes<double, simd::tail<isa_tag>> d1;
   index_t j = begin;
   if (stride == 1) {
     const double first = static_cast<double>(begin - query);
@@ -73,7 +73,7 @@ void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope
       if (alibi_float_exact(slope, far)) {
         const auto fs = static_cast<float>(slope);
         j = alibi_body<Add>(simd::lanes<float, isa_tag>{}, row, j, end, fs, static_cast<float>(first));
-        j = alibi_body<Add>(simd::lanes<float, simd::scalar>{}, row, j, end, fs, static_cast<float>(j - query));
+        j = alibi_body<Add>(simd::lanes<float, simd::tail<isa_tag>>{}, row, j, end, fs, static_cast<float>(j - query));
         return;
       }
     }
@@ -101,7 +101,7 @@ void alibi_mask_span(T* row, index_t stride, index_t begin, index_t end) {
     constexpr index_t W = simd::vec<A, isa_tag>::width;
     for (; j + W <= end; j += W) store(set1(d, inf), row + j);
   }
-  const simd::lanes<A, simd::scalar> d1;
+  const simd::lanes<A, simd::tail<isa_tag>> d1;
   for (; j < end; ++j) store(set1(d1, inf), row + j * stride);
 }
 

@@ -78,12 +78,12 @@ auto canonical(const add_target<T>& t) {
 template <class C>
 auto canonical(const table_src<C>& s) {
   using D = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(s.cos))>>;
-  return table_src<D>{canonical_ptr(s.cos), canonical_ptr(s.sin), s.row_stride, s.pair_stride};
+  return table_src<D>{canonical_ptr(s.cos), canonical_ptr(s.sin), s.row_stride, s.pair_stride, s.rows};
 }
 template <class S>
 auto canonical(const alibi_view_slopes<S>& s) {
-  using D = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(s.slopes.data()))>>;
-  return alibi_view_slopes<D>{canonical(s.slopes)};
+  using D = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(s.data))>>;
+  return alibi_view_slopes<D>{canonical_ptr(s.data), {s.stride[0], s.stride[1]}};
 }
 inline const angle_src& canonical(const angle_src& s) { return s; }
 inline const mrope_src& canonical(const mrope_src& s) { return s; }

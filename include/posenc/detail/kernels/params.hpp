@@ -3,7 +3,8 @@
 //
 // What the public entries hand to the kernels across the dispatch boundary: views, positions and the
 // parameters of each cos/sin *source*. Plain data in baseline code; every target's kernels
-// (detail/kernels/*-inl.hpp) read them.
+// (detail/kernels/*-inl.hpp) read them, and the GPU bodies (detail/gpu/*_body.hpp) take the same sources,
+// positions and slopes as kernel parameters.
 #pragma once
 
 #include <array>
@@ -91,7 +92,8 @@ inline double max_abs(const std::vector<double>& w) {
 
 // ---- cos/sin sources: what a kernel forms for pair i at position p --------------------------------------------
 
-/// RoPE and context shift: theta = p * w_i, both factors times `magnitude`.
+/// RoPE and context shift: theta = p * w_i, both factors times `magnitude`. w_max (max |w_i|) bounds the
+/// angles of a call, which picks the CPU's sincos (the GPU forms each pair in double and does not read it).
 struct angle_src {
   const double* w;
   double magnitude;
@@ -131,14 +133,17 @@ struct xpos_src {
   static constexpr int variants = 2;
 };
 
-/// A precomputed cos/sin table, no arithmetic: pair i of position p at cos[p * row_stride + i * pair_stride]
-/// (rope_cache: row_stride = pairs, pair_stride = 1; an engine's table through rope_table_view: any layout).
+/// A precomputed cos/sin table, no arithmetic: pair i of position p < rows at cos[p * row_stride + i *
+/// pair_stride] (rope_cache: row_stride = pairs, pair_stride = 1; an engine's table through rope_table_view: any
+/// layout). The CPU entries reject a position past the table before the kernel runs; a GPU block, whose device
+/// positions the host cannot read, leaves such a token unrotated.
 template <class C>
 struct table_src {
   const C* cos;
   const C* sin;
   index_t row_stride;
   index_t pair_stride;
+  index_t rows;
   static constexpr int variants = 1;
 };
 
@@ -155,7 +160,7 @@ struct delta_positions {
   index_t uniform = 0;
   const std::int64_t* per_token = nullptr;
   index_t row_stride = 0;
-  index_t at(index_t n, index_t l) const { return per_token ? per_token[n * row_stride + l] : uniform; }
+  POSENC_HOST_DEVICE index_t at(index_t n, index_t l) const { return per_token ? per_token[n * row_stride + l] : uniform; }
 };
 
 // ---- 8-bit codes (posenc/quantize.hpp) ----------------------------------------------------------------------
@@ -205,14 +210,20 @@ struct alibi_formula_slopes {
   index_t num_heads;
   index_t head_begin;
   double max_bias;
-  double operator()(index_t, index_t h) const { return math::alibi_slope(head_begin + h, num_heads, max_bias); }
+  POSENC_HOST_DEVICE double operator()(index_t, index_t h) const {
+    return math::alibi_slope(head_begin + h, num_heads, max_bias);
+  }
 };
 
-/// Slopes read from a caller's [N, H] view (a [H] view is passed with batch stride 0), widened to double.
+/// Slopes read from a caller's [N, H] array of any storage type at data[n * stride[0] + h * stride[1]] (a [H]
+/// array has batch stride 0), widened to double.
 template <class S>
 struct alibi_view_slopes {
-  strided_view<const S, 2> slopes;
-  double operator()(index_t n, index_t h) const { return simd::load_as<double>(slopes(n, h)); }
+  const S* data;
+  index_t stride[2];
+  POSENC_HOST_DEVICE double operator()(index_t n, index_t h) const {
+    return simd::load_as<double>(data[n * stride[0] + h * stride[1]]);
+  }
 };
 
 // ---- T5 bias expansion ------------------------------------------------------------------------------------------

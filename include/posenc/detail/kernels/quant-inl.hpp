@@ -72,7 +72,7 @@ template <class Code>
 void code_row(const Code& code, const float* x, index_t n, float inv, std::uint8_t* out, index_t so) {
   index_t e = 0;
   if (so == 1) e = codes_body(simd::lanes<float, isa_tag>{}, code, x, 0, n, inv, out);
-  const simd::lanes<float, simd::scalar> d1;
+  const simd::lanes<float, simd::tail<isa_tag>> d1;
   for (; e < n; ++e) store_u8_bits(code(d1, mul(load(d1, x + e), set1(d1, inv))), out + e * so);
 }
 

@@ -133,7 +133,7 @@ void rope_dup_pairs(index_t n, const A* cos, const A* sin, A sign, A* cd, A* sd)
 template <class A, class In, class Out, class C>
 void rope_pairs(rope_style style, const In* in, index_t si, Out* out, index_t so, index_t pairs, index_t i,
                 index_t e, index_t b0, const C* cos, const C* sin, A sign) {
-  const simd::lanes<A, simd::scalar> d;
+  const simd::lanes<A, simd::tail<isa_tag>> d;
   const auto sg = set1(d, sign);
   for (; i < e; ++i) {
     const index_t ia = style == rope_style::interleaved ? 2 * i : i;
@@ -202,7 +202,7 @@ void copy_span(const In* in, index_t si, Out* out, index_t so, index_t n) {
     using A = simd::acc2_t<In, Out>;
     index_t k = 0;
     if (si == 1 && so == 1) k = convert_body(simd::lanes<A, isa_tag>{}, in, out, 0, n);
-    const simd::lanes<A, simd::scalar> d;
+    const simd::lanes<A, simd::tail<isa_tag>> d;
     for (; k < n; ++k) store(load(d, in + k * si), out + k * so);
   }
 }
@@ -228,7 +228,7 @@ index_t polar_body(D d, index_t i, index_t b, index_t e, const Theta& theta, con
 template <class C, class Theta, class Scale>
 void polar_fill(index_t b, index_t e, double bound, const Theta& theta, const Scale& scale, C* cos, C* sin) {
   if (!(bound < sincos_exact_limit)) {
-    const simd::lanes<double, simd::scalar> d1;
+    const simd::lanes<double, simd::tail<isa_tag>> d1;
     for (index_t i = b; i < e; ++i) {
       const double t = theta(d1, i).v;
       const double m = scale(d1, i).v;
@@ -238,7 +238,7 @@ void polar_fill(index_t b, index_t e, double bound, const Theta& theta, const Sc
     return;
   }
   const index_t i = polar_body(simd::lanes<double, isa_tag>{}, b, b, e, theta, scale, cos, sin);
-  polar_body(simd::lanes<double, simd::scalar>{}, i, b, e, theta, scale, cos, sin);
+  polar_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, b, e, theta, scale, cos, sin);
 }
 
 template <class D>
@@ -267,7 +267,7 @@ index_t scale_body(D d, index_t i, index_t m, const double* x, double k, C* out)
 template <class C>
 void scale_round(index_t m, const double* x, double k, C* out) {
   const index_t i = scale_body(simd::lanes<double, isa_tag>{}, 0, m, x, k, out);
-  scale_body(simd::lanes<double, simd::scalar>{}, i, m, x, k, out);
+  scale_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, m, x, k, out);
 }
 
 /// Positions per anchor: cos and sin at p are those at the anchor a = p - (p mod 16), formed by sincos, rotated
@@ -300,7 +300,7 @@ struct polar_stepper {  // NOLINT(cppcoreguidelines-pro-type-member-init)
       have_step = true;
     }
     const index_t i = rotate_body(simd::lanes<double, isa_tag>{}, 0, m, cw, sw, c, s);
-    rotate_body(simd::lanes<double, simd::scalar>{}, i, m, cw, sw, c, s);
+    rotate_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, m, cw, sw, c, s);
   }
 
   /// c, s = cos, sin of p * w_i by sincos (no stepping; the double paths call this for every position).
@@ -398,7 +398,7 @@ inline void source_fill(const xpos_src& s, index_t p, index_t b, index_t e, doub
     const double dir = v == 0 ? 1.0 : -1.0;
     const index_t i = xpos_scale_body(simd::lanes<double, isa_tag>{}, b, b, e, s.log_zeta, dist, s.scale_base, dir, cu,
                                       su, cbuf[v], sbuf[v]);
-    xpos_scale_body(simd::lanes<double, simd::scalar>{}, i, b, e, s.log_zeta, dist, s.scale_base, dir, cu, su, cbuf[v],
+    xpos_scale_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, b, e, s.log_zeta, dist, s.scale_base, dir, cu, su, cbuf[v],
                     sbuf[v]);
     cos[v] = cbuf[v];
     sin[v] = sbuf[v];

@@ -30,7 +30,7 @@ void t5_span(T* row, index_t stride, index_t begin, index_t end, C value) {
       }
     }
   }
-  const simd::lanes<A, simd::scalar> d1;
+  const simd::lanes<A, simd::tail<isa_tag>> d1;
   const auto x1 = set1(d1, v);
   for (; j < end; ++j) {
     if constexpr (Add) {

@@ -18,10 +18,30 @@
 POSENC_BEGIN_NAMESPACE
 namespace detail::simd {
 
-struct scalar {};
+struct portable {};
 struct avx2 {};
 struct avx512 {};
 struct neon {};
+
+/// One lane of target Isa (Highway's CappedTag<T, 1>): the loop tails and strided rows of Isa's kernels. Its
+/// ops are Isa's arithmetic on one element, fma fused where Isa's vectors fuse (scalar.hpp), so a tail rounds
+/// as the body does and a row's result never depends on where a vector ends.
+template <class Isa>
+struct one {};
+/// The portable target: one lane of no vector unit (its fma is not fused, see scalar.hpp).
+using scalar = one<portable>;
+
+template <class Isa>
+struct tail_of {
+  using type = one<Isa>;
+};
+template <class Isa>
+struct tail_of<one<Isa>> {
+  using type = one<Isa>;
+};
+/// The one-lane ISA of target Isa's tails (the portable target is its own tail).
+template <class Isa>
+using tail = typename tail_of<Isa>::type;
 
 /// Descriptor of the vectors of lane type A (float or double) of instruction set Isa.
 template <class A, class Isa>

@@ -1,16 +1,18 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 // IWYU pragma: private, include "posenc/detail/simd/vec.hpp"
 //
-// `vec<A, simd::scalar>`: one lane, the op list of vec.hpp in its order. The whole portable target, and the
-// loop tails and strided rows of every vector target (compiled in no region: baseline code, which inlines
-// into any target's functions). Loads and stores take any storage type (static_cast / store_as), so a
-// kernel whose cos/sin type differs from its arithmetic type still runs here.
+// `vec<A, one<Isa>>`: one lane, the op list of vec.hpp in its order. `one<portable>` (= `scalar`) is the whole
+// portable target; `one<avx2>`, `one<avx512>`, `one<neon>` are the loop tails and strided rows of the vector
+// targets. Loads and stores take any storage type (static_cast / store_as), so a kernel whose cos/sin type
+// differs from its arithmetic type still runs here.
 //
-// fma and fnma are a*b + c and c - a*b, not std::fma: baseline x86-64 has no FMA instruction and a software
-// fma costs ~100 cycles. The compiler may still contract them where the function's target has FMA (inlined
-// into a vector target's tail), so a tail is fused exactly when its target's vector body is.
+// fma and fnma: a vector target's tail fuses them (std::fma, one rounding, as the target's vector FMA; inlined
+// into the target's functions it is the target's scalar FMA instruction), so a tail rounds exactly as its body
+// whatever the compiler's contraction setting (GCC's -std=c++17 contracts nothing). The portable target's are
+// a*b + c and c - a*b: baseline x86-64 has no FMA instruction and a software fma costs ~100 cycles.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -19,41 +21,42 @@
 POSENC_BEGIN_NAMESPACE
 namespace detail::simd {
 
-template <>
-struct vec<float, scalar> {
+template <class I>
+struct vec<float, one<I>> {
   static constexpr int width = 1;
   float v;
 };
-template <>
-struct vec<double, scalar> {
+template <class I>
+struct vec<double, one<I>> {
   static constexpr int width = 1;
   double v;
 };
 
 // ---- load / store ----------------------------------------------------------------------------------------
 
-template <class S>
-inline vec<float, scalar> load(lanes<float, scalar>, const S* p) {
+template <class I, class S>
+inline vec<float, one<I>> load(lanes<float, one<I>>, const S* p) {
   return {load_as<float>(*p)};
 }
-template <class S>
-inline vec<double, scalar> load(lanes<double, scalar>, const S* p) {
+template <class I, class S>
+inline vec<double, one<I>> load(lanes<double, one<I>>, const S* p) {
   return {load_as<double>(*p)};
 }
-template <class A, class S>
-inline void store(vec<A, scalar> x, S* p) {
+template <class A, class I, class S>
+inline void store(vec<A, one<I>> x, S* p) {
   *p = store_as<S>(x.v);
 }
-template <class A, class S>
-inline void store2(vec<A, scalar> a, vec<A, scalar> b, S* p) {
+template <class A, class I, class S>
+inline void store2(vec<A, one<I>> a, vec<A, one<I>> b, S* p) {
   store(a, p);
   store(b, p + 1);
 }
-template <class A>
-inline vec<A, scalar> load_dup_pairs(lanes<A, scalar>, const A* p) {
+template <class A, class I>
+inline vec<A, one<I>> load_dup_pairs(lanes<A, one<I>>, const A* p) {
   return {*p};
 }
-inline vec<float, scalar> load_u16_bits(lanes<float, scalar>, const void* p) {
+template <class I>
+inline vec<float, one<I>> load_u16_bits(lanes<float, one<I>>, const void* p) {
   std::uint16_t h = 0;
   std::memcpy(&h, p, sizeof h);
   const std::uint32_t w = h;
@@ -61,7 +64,8 @@ inline vec<float, scalar> load_u16_bits(lanes<float, scalar>, const void* p) {
   std::memcpy(&f, &w, sizeof f);
   return {f};
 }
-inline void store_u16_bits(vec<float, scalar> x, void* p) {
+template <class I>
+inline void store_u16_bits(vec<float, one<I>> x, void* p) {
   std::uint32_t w = 0;
   std::memcpy(&w, &x.v, sizeof w);
   const auto h = static_cast<std::uint16_t>(w);
@@ -70,26 +74,35 @@ inline void store_u16_bits(vec<float, scalar> x, void* p) {
 
 // ---- arithmetic ------------------------------------------------------------------------------------------
 
-template <class A>
-inline vec<A, scalar> set1(lanes<A, scalar>, A x) {
+template <class A, class I>
+inline vec<A, one<I>> set1(lanes<A, one<I>>, A x) {
   return {x};
 }
-template <class A>
-inline vec<A, scalar> add(vec<A, scalar> a, vec<A, scalar> b) {
+template <class A, class I>
+inline vec<A, one<I>> add(vec<A, one<I>> a, vec<A, one<I>> b) {
   return {a.v + b.v};
 }
-template <class A>
-inline vec<A, scalar> sub(vec<A, scalar> a, vec<A, scalar> b) {
+template <class A, class I>
+inline vec<A, one<I>> sub(vec<A, one<I>> a, vec<A, one<I>> b) {
   return {a.v - b.v};
 }
-template <class A>
-inline vec<A, scalar> mul(vec<A, scalar> a, vec<A, scalar> b) {
+template <class A, class I>
+inline vec<A, one<I>> mul(vec<A, one<I>> a, vec<A, one<I>> b) {
   return {a.v * b.v};
 }
-template <class A>
-inline vec<A, scalar> div(vec<A, scalar> a, vec<A, scalar> b) {
+template <class A, class I>
+inline vec<A, one<I>> div(vec<A, one<I>> a, vec<A, one<I>> b) {
   return {a.v / b.v};
 }
+template <class A, class I>
+inline vec<A, one<I>> fma(vec<A, one<I>> a, vec<A, one<I>> b, vec<A, one<I>> c) {
+  return {std::fma(a.v, b.v, c.v)};
+}
+template <class A, class I>
+inline vec<A, one<I>> fnma(vec<A, one<I>> a, vec<A, one<I>> b, vec<A, one<I>> c) {
+  return {std::fma(-a.v, b.v, c.v)};
+}
+// The portable target (more specialised, so chosen for one<portable>): two roundings, see above.
 template <class A>
 inline vec<A, scalar> fma(vec<A, scalar> a, vec<A, scalar> b, vec<A, scalar> c) {
   return {a.v * b.v + c.v};
@@ -98,31 +111,31 @@ template <class A>
 inline vec<A, scalar> fnma(vec<A, scalar> a, vec<A, scalar> b, vec<A, scalar> c) {
   return {c.v - a.v * b.v};
 }
-template <class A>
-inline vec<A, scalar> min(vec<A, scalar> a, vec<A, scalar> b) {
+template <class A, class I>
+inline vec<A, one<I>> min(vec<A, one<I>> a, vec<A, one<I>> b) {
   return {a.v < b.v ? a.v : b.v};
 }
-template <class A>
-inline vec<A, scalar> max(vec<A, scalar> a, vec<A, scalar> b) {
+template <class A, class I>
+inline vec<A, one<I>> max(vec<A, one<I>> a, vec<A, one<I>> b) {
   return {a.v > b.v ? a.v : b.v};
 }
 
 // ---- pairs and layout (one lane: zip and unzip are the identity pairing) -----------------------------------
 
-template <class A>
-inline vec<A, scalar> zip_lo(vec<A, scalar> a, vec<A, scalar>) {
+template <class A, class I>
+inline vec<A, one<I>> zip_lo(vec<A, one<I>> a, vec<A, one<I>>) {
   return a;
 }
-template <class A>
-inline vec<A, scalar> zip_hi(vec<A, scalar>, vec<A, scalar> b) {
+template <class A, class I>
+inline vec<A, one<I>> zip_hi(vec<A, one<I>>, vec<A, one<I>> b) {
   return b;
 }
-template <class A>
-inline vec<A, scalar> unzip_even(vec<A, scalar> a, vec<A, scalar>) {
+template <class A, class I>
+inline vec<A, one<I>> unzip_even(vec<A, one<I>> a, vec<A, one<I>>) {
   return a;
 }
-template <class A>
-inline vec<A, scalar> unzip_odd(vec<A, scalar>, vec<A, scalar> b) {
+template <class A, class I>
+inline vec<A, one<I>> unzip_odd(vec<A, one<I>>, vec<A, one<I>> b) {
   return b;
 }
 
@@ -138,21 +151,26 @@ inline double double_of(std::uint64_t u) {
   std::memcpy(&x, &u, sizeof x);
   return x;
 }
-inline vec<double, scalar> set1_bits(lanes<double, scalar>, std::uint64_t b) { return {double_of(b)}; }
-inline vec<double, scalar> and_bits(vec<double, scalar> a, vec<double, scalar> b) {
+template <class I>
+inline vec<double, one<I>> set1_bits(lanes<double, one<I>>, std::uint64_t b) { return {double_of(b)}; }
+template <class I>
+inline vec<double, one<I>> and_bits(vec<double, one<I>> a, vec<double, one<I>> b) {
   return {double_of(bits_of(a.v) & bits_of(b.v))};
 }
-inline vec<double, scalar> xor_bits(vec<double, scalar> a, vec<double, scalar> b) {
+template <class I>
+inline vec<double, one<I>> xor_bits(vec<double, one<I>> a, vec<double, one<I>> b) {
   return {double_of(bits_of(a.v) ^ bits_of(b.v))};
 }
-inline vec<double, scalar> add_bits(vec<double, scalar> a, vec<double, scalar> b) {
+template <class I>
+inline vec<double, one<I>> add_bits(vec<double, one<I>> a, vec<double, one<I>> b) {
   return {double_of(bits_of(a.v) + bits_of(b.v))};
 }
-template <int N>
-inline vec<double, scalar> shl_bits(vec<double, scalar> a) {
+template <int N, class I>
+inline vec<double, one<I>> shl_bits(vec<double, one<I>> a) {
   return {double_of(bits_of(a.v) << N)};
 }
-inline vec<double, scalar> blend_sign(vec<double, scalar> m, vec<double, scalar> a, vec<double, scalar> b) {
+template <class I>
+inline vec<double, one<I>> blend_sign(vec<double, one<I>> m, vec<double, one<I>> a, vec<double, one<I>> b) {
   return (bits_of(m.v) >> 63) != 0 ? b : a;
 }
 
@@ -168,25 +186,32 @@ inline float float_of(std::uint32_t u) {
   std::memcpy(&x, &u, sizeof x);
   return x;
 }
-inline vec<float, scalar> set1_bits(lanes<float, scalar>, std::uint32_t b) { return {float_of(b)}; }
-inline vec<float, scalar> and_bits(vec<float, scalar> a, vec<float, scalar> b) {
+template <class I>
+inline vec<float, one<I>> set1_bits(lanes<float, one<I>>, std::uint32_t b) { return {float_of(b)}; }
+template <class I>
+inline vec<float, one<I>> and_bits(vec<float, one<I>> a, vec<float, one<I>> b) {
   return {float_of(bits_of(a.v) & bits_of(b.v))};
 }
-inline vec<float, scalar> or_bits(vec<float, scalar> a, vec<float, scalar> b) {
+template <class I>
+inline vec<float, one<I>> or_bits(vec<float, one<I>> a, vec<float, one<I>> b) {
   return {float_of(bits_of(a.v) | bits_of(b.v))};
 }
-inline vec<float, scalar> sub_bits(vec<float, scalar> a, vec<float, scalar> b) {
+template <class I>
+inline vec<float, one<I>> sub_bits(vec<float, one<I>> a, vec<float, one<I>> b) {
   return {float_of(bits_of(a.v) - bits_of(b.v))};
 }
-template <int N>
-inline vec<float, scalar> shr_bits(vec<float, scalar> a) {
+template <int N, class I>
+inline vec<float, one<I>> shr_bits(vec<float, one<I>> a) {
   return {float_of(bits_of(a.v) >> N)};
 }
-inline vec<float, scalar> blend_sign(vec<float, scalar> m, vec<float, scalar> a, vec<float, scalar> b) {
+template <class I>
+inline vec<float, one<I>> blend_sign(vec<float, one<I>> m, vec<float, one<I>> a, vec<float, one<I>> b) {
   return (bits_of(m.v) >> 31) != 0 ? b : a;
 }
-inline void store_u8_bits(vec<float, scalar> x, std::uint8_t* p) { *p = static_cast<std::uint8_t>(bits_of(x.v)); }
-inline void store_u8_bits(vec<float, scalar> a, vec<float, scalar> b, vec<float, scalar> c, vec<float, scalar> d,
+template <class I>
+inline void store_u8_bits(vec<float, one<I>> x, std::uint8_t* p) { *p = static_cast<std::uint8_t>(bits_of(x.v)); }
+template <class I>
+inline void store_u8_bits(vec<float, one<I>> a, vec<float, one<I>> b, vec<float, one<I>> c, vec<float, one<I>> d,
                           std::uint8_t* p) {
   store_u8_bits(a, p);
   store_u8_bits(b, p + 1);

@@ -41,8 +41,9 @@
 //   blend_sign(m, a, b)                          as for double lanes
 //   store_u8_bits(V, uint8*)                     the low 8 bits of each lane (width bytes)
 //   store_u8_bits(a, b, c, d, uint8*)            the same for four vectors, 4 * width bytes in that order
-// Every target also uses the 1-lane scalar vectors for its loop tails and strided rows (Highway's
-// CappedTag<T, 1>): the tail runs the same body, so a row's result never depends on where a vector ends.
+// Every target Isa also has its one-lane vectors `vec<A, one<Isa>>` (`lanes<A, tail<Isa>>`, scalar.hpp) for its
+// loop tails and strided rows (Highway's CappedTag<T, 1>): the tail runs the same body with Isa's rounding
+// (fma fused as the vectors fuse), so a row's result never depends on where a vector ends.
 #pragma once
 
 #include "posenc/detail/simd/base.hpp"  // IWYU pragma: export
