@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds posenc's test binary for AArch64 (NEON kernels, run-time dispatch between scalar and NEON) with
-# Debian's cross compiler (warnings as errors) and runs it under qemu-user: every golden, kernel, op-list and
-# thread-range suite on NEON. GoogleTest is built for the target from the sources Debian's googletest
+# Builds posenc's ISA test binary (posenc_isa_tests: the sources of posenc_tests that hold a suite per ISA) for
+# AArch64 (NEON kernels, run-time dispatch between scalar and NEON) with Debian's cross compiler (warnings as
+# errors) and runs it under qemu-user: every golden, kernel, op-list and thread-range suite on NEON. GoogleTest is built for the target from the sources Debian's googletest
 # package installs. Usage: bash scripts/cross_aarch64.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,12 +17,12 @@ fi
 cmake -S . -B "$build/posenc" -DCMAKE_TOOLCHAIN_FILE="$toolchain" -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON \
   -DPOSENC_BUILD_TESTS=ON -DPOSENC_BUILD_EXAMPLES=OFF -DPOSENC_INSTALL=OFF \
   -DCMAKE_PREFIX_PATH="$PWD/$build/gtest-prefix" > /dev/null
-cmake --build "$build/posenc" -j "$(nproc)" --target posenc_tests
+cmake --build "$build/posenc" -j "$(nproc)" --target posenc_isa_tests
 # One process (each CTest process would start qemu anew). Every suite parameterized by the ISA runs for NEON:
 # the golden files of every encoding, the kernels on random shapes, the op list, the thread ranges; plus the
 # dispatch tests. The ISA-independent suites and the portable target run natively in the x86-64 jobs.
 # NEON is AArch64's baseline: nothing here may skip.
-out=$(qemu-aarch64 -L /usr/aarch64-linux-gnu "$build/posenc/tests/posenc_tests" --gtest_brief=1 \
+out=$(qemu-aarch64 -L /usr/aarch64-linux-gnu "$build/posenc/tests/posenc_isa_tests" --gtest_brief=1 \
   --gtest_filter='*neon*:Dispatch*:Slicing*')
 tail -n 8 <<<"$out"
 if grep -q "SKIPPED" <<<"$out"; then

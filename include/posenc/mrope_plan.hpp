@@ -16,6 +16,7 @@
 #include "posenc/detail/math/inv_freq.hpp"
 #include "posenc/detail/rope_checks.hpp"
 #include "posenc/detail/throw.hpp"
+#include "posenc/positions.hpp"
 #include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
 #include "posenc/types.hpp"
@@ -33,74 +34,6 @@ struct enum_names<mrope_layout> {
   /// Canonical name first per value, then accepted aliases.
   static constexpr enum_name<mrope_layout> list[] = {{mrope_layout::chunked, "chunked"},
                                                       {mrope_layout::interleaved, "interleaved"}};
-};
-
-/// The three positions of every token: (N, 3, L) row-major (per_token), or one (3, L) array shared by every
-/// sequence of the batch (shared). Text tokens carry the same value on all three axes. Non-owning.
-class mrope_positions {
- public:
-  /// No tokens (a shared array of length 0): a placeholder, e.g. for try_slice's `out`.
-  mrope_positions() noexcept = default;
-
-  /// (N, 3, L) row-major ids: axis a (0 t, 1 h, 2 w) of token (n, l) at ids[(3 * n + a) * L + l].
-  static mrope_positions per_token(const std::int64_t* ids, index_t batch, index_t length) {
-    return mrope_positions(ids, batch, length, 3 * length, length);
-  }
-  /// One (3, L) array for every sequence of the batch: axis a of token l at ids[a * L + l].
-  static mrope_positions shared(const std::int64_t* ids, index_t length) {
-    return mrope_positions(ids, -1, length, 0, length);
-  }
-
-  /// Token (n, l) of sequence n: ids at n * batch_stride + axis * axis_stride + l.
-  std::array<index_t, 3> at(index_t n, index_t l) const {
-    const std::int64_t* b = ids_ + n * batch_stride_ + l;
-    return {b[0], b[axis_stride_], b[2 * axis_stride_]};
-  }
-  /// The t id of token (0, 0); null for the placeholder.
-  POSENC_HOST_DEVICE const std::int64_t* data() const { return ids_; }
-  index_t batch() const { return batch_; }  ///< -1 when shared
-  /// L, the tokens per sequence.
-  index_t length() const { return length_; }
-  /// Elements from a sequence's ids to the next's: 3 * L of the whole array for per_token, 0 for shared.
-  POSENC_HOST_DEVICE index_t batch_stride() const { return batch_stride_; }
-  /// Elements from an axis's ids to the next's: L of the whole array (a slice keeps it).
-  POSENC_HOST_DEVICE index_t axis_stride() const { return axis_stride_; }
-
-  /// Sequences [n_begin, n_begin + n_count) and tokens [l_begin, l_begin + l_count), no copy (a thread's share
-  /// of a call; see positions::slice). A shared array takes any sequence range. Throws argument_error if a
-  /// begin or count is negative or a range leaves the batch or the length.
-  mrope_positions slice(index_t n_begin, index_t n_count, index_t l_begin, index_t l_count) const {
-    mrope_positions p;
-    detail::throw_if_error(try_slice(n_begin, n_count, l_begin, l_count, p));
-    return p;
-  }
-
-  /// slice without exceptions: `out` is set on success, untouched on error.
-  status try_slice(index_t n_begin, index_t n_count, index_t l_begin, index_t l_count, mrope_positions& out) const noexcept {
-    constexpr const char* fn = "mrope_positions::slice";
-    if (n_begin < 0 || n_count < 0 || l_begin < 0 || l_count < 0)
-      return detail::fail(fn, "(n_begin, n_count, l_begin, l_count)=(", n_begin, ", ", n_count, ", ", l_begin, ", ",
-                          l_count, ") must be >= 0");
-    if (batch_ >= 0 && n_begin > batch_ - n_count)
-      return detail::fail(fn, "sequences [", n_begin, ", ", n_begin, " + ", n_count, ") leave the batch of ", batch_);
-    if (l_begin > length_ - l_count)
-      return detail::fail(fn, "tokens [", l_begin, ", ", l_begin, " + ", l_count, ") leave the length ", length_);
-    mrope_positions p = *this;
-    if (ids_ != nullptr) p.ids_ = ids_ + (batch_ >= 0 ? n_begin * batch_stride_ : 0) + l_begin;
-    p.batch_ = batch_ >= 0 ? n_count : -1;
-    p.length_ = l_count;
-    out = p;
-    return {};
-  }
-
- private:
-  mrope_positions(const std::int64_t* ids, index_t batch, index_t length, index_t batch_stride, index_t axis_stride)
-      : ids_(ids), batch_(batch), length_(length), batch_stride_(batch_stride), axis_stride_(axis_stride) {}
-  const std::int64_t* ids_ = nullptr;
-  index_t batch_ = -1;
-  index_t length_ = 0;
-  index_t batch_stride_ = 0;
-  index_t axis_stride_ = 0;
 };
 
 /// A frequency plan plus the axis of every pair.

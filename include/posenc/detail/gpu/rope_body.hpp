@@ -21,7 +21,6 @@
 #include "posenc/detail/math/rotate.hpp"
 #include "posenc/detail/math/xpos_scale.hpp"
 #include "posenc/detail/kernels/params.hpp"
-#include "posenc/mrope_plan.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/storage.hpp"
 #include "posenc/tensor_view.hpp"
