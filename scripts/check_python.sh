@@ -2,9 +2,10 @@
 # The Python package (python/): builds it with pip (scikit-build-core + nanobind from PyPI) into a virtual
 # environment over Debian's python3 (system site packages: numpy, pytest and PyTorch 1.13 from apt), runs its
 # pytest suite (the C++ golden files, zero-copy and error checks, PyTorch against the Hugging Face formula in
-# float64), runs the tiny Hugging Face Llama example with transformers 4.46.3 from PyPI (the last release that
-# works with torch 1.13), and builds a wheel. Debian's python3 is named explicitly:
-# the first python3 on PATH may be another interpreter without numpy.
+# float64, the autograd Functions of posenc.torch by gradcheck, the drop-ins of posenc.torch.compat against
+# rotary-embedding-torch, zeta and torchscale), runs the tiny Hugging Face Llama example with transformers
+# 4.46.3 from PyPI (the last release that works with torch 1.13), and builds a wheel. Debian's python3 is named
+# explicitly: the first python3 on PATH may be another interpreter without numpy.
 # Usage: bash scripts/check_python.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,10 @@ py="$build/venv/bin/python"
 # The kernels compile once in the module (POSENC_SEPARATE_COMPILATION); two jobs on two cores.
 CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$py" -m pip install --quiet ./python
 "$py" -c 'import posenc; print("check_python.sh: posenc", posenc.__version__, "kernels:", posenc.isa())'
+# The packages posenc.torch.compat replaces, pinned, installed as their users do but without dependencies (they
+# would pull a PyTorch from PyPI over Debian's): tests/test_torch_compat.py compares each drop-in with them.
+"$py" -m pip install --quiet --no-deps "rotary-embedding-torch==0.9.1" "einops==0.8.1" "torchscale==0.3.0" \
+  "zetascale==2.8.8"
 # From outside the source tree, so the installed package (not python/posenc) is what is tested.
 out=$(cd "$build" && "$PWD/venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/python/tests")
 tail -n 4 <<<"$out"
