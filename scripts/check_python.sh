@@ -35,5 +35,9 @@ fi
 example=$("$py" python/examples/hf_llama.py)
 echo "$example"
 grep -qE "^posenc == HF at short positions, closer to float64 past 100k$|^hf_llama.py: skipped: " <<<"$example"
+# The tiny transformer trained with posenc's RotaryEmbedding and with rotary-embedding-torch's, same seed.
+tiny=$("$py" python/examples/train_tiny.py)
+echo "$tiny"
+grep -q "^posenc == rotary-embedding-torch in training, to float32 rounding$" <<<"$tiny"
 "$py" -m pip wheel --quiet --no-deps ./python -w "$build/wheels"
 echo "check_python.sh: ok in $((SECONDS - start)) s ($(ls "$build/wheels"))"
