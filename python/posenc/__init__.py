@@ -44,8 +44,9 @@ Errors
 
 from __future__ import annotations
 
-# The package is split by encoding (_plans, _rope, _mrope, _xpos, _alibi, _sinusoidal, _t5; _common holds what
-# they share); this file only re-exports the public names.
+# The package is split by encoding (_plans, _rope, _mrope, _xpos, _alibi, _sinusoidal, _t5; _modules: the
+# modules with learned tables; _common holds what they share); this file only re-exports the public names.
+# posenc.torch (autograd, drop-in modules) is imported on its own: it needs torch.
 from ._common import isa, set_isa, reset_isa, cpu_supports, Array, Positions, DType
 from ._plans import RopePlan, RopeCache
 from ._rope import apply_rope, apply_rope_qk, rope_append_kv, shift_rope, rerotate_rope
@@ -54,6 +55,7 @@ from ._xpos import XposPlan, apply_xpos, apply_xpos_qk, xpos_default_center
 from ._alibi import alibi_slopes, alibi_bias, add_alibi_bias
 from ._sinusoidal import sinusoidal_table, add_sinusoidal, make_padded_positions
 from ._t5 import t5_relative_bucket, t5_bucket_table
+from ._modules import T5RelativeBias, LearnedPositionEmbedding, add_t5_bias
 
 __version__ = "0.2.0"
 
@@ -84,4 +86,7 @@ __all__ = [
     "make_padded_positions",
     "t5_relative_bucket",
     "t5_bucket_table",
+    "T5RelativeBias",
+    "add_t5_bias",
+    "LearnedPositionEmbedding",
 ]

@@ -30,4 +30,5 @@ NB_MODULE(_posenc, m) {
   bind_alibi(m);
   bind_sinusoidal(m);
   bind_t5(m);
+  bind_modules(m);
 }

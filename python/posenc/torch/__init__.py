@@ -20,6 +20,8 @@ from typing import Optional, Union
 
 import torch
 
+import posenc
+
 from .. import _alibi, _mrope, _rope, _sinusoidal, _t5, _xpos
 from .._plans import RopeCache, RopePlan
 from .._mrope import MropePlan
@@ -38,6 +40,8 @@ __all__ = [
     "AlibiAddFunction",
     "SinusoidalAddFunction",
     "T5BiasAddFunction",
+    "T5RelativeBias",
+    "LearnedPositionEmbedding",
 ]
 
 
@@ -269,3 +273,131 @@ def add_t5_bias(
     buckets = torch.from_numpy(_t5.t5_bucket_table(lq, lk, query_offset=query_offset, bidirectional=bidirectional,
                                                    num_buckets=int(table.shape[0]), max_distance=max_distance))
     return T5BiasAddFunction.apply(scores, table, buckets)
+
+
+# ---- modules with learned tables ----------------------------------------------------------------------------------
+# Each module's Parameters share the memory of its posenc module's tables (torch.from_numpy of the writable
+# views), so an optimiser's in-place update is what the kernels read. A Parameter replaced by another tensor
+# (assignment, not copy_) is copied back into posenc's memory at the next forward.
+
+
+def _share(param: torch.nn.Parameter, view) -> None:
+    target = torch.from_numpy(view)
+    if param.data_ptr() != target.data_ptr():
+        with torch.no_grad():
+            target.copy_(param)
+
+
+class _T5AddFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, scores, weight, core, starts, offset):  # type: ignore[override]
+        ctx.args = (core, starts, offset, scores.dim())
+        y = scores.detach().clone()
+        return posenc.add_t5_bias(y, core, offset=offset, starts=starts)
+
+    @staticmethod
+    def backward(ctx, dy):  # type: ignore[override]
+        core, starts, offset, ndim = ctx.args
+        dy = dy.detach()
+        core.zero_grad()
+        if ndim == 3:
+            core.backward(dy.contiguous(), offset)
+        elif starts is None:
+            core.backward(dy.sum(0).contiguous(), offset)
+        else:
+            for n, s in enumerate(torch.as_tensor(starts).tolist()):
+                core.backward(dy[n].contiguous(), int(s) + offset)
+        return dy, torch.from_numpy(core.table_grad.copy()), None, None, None
+
+
+class _T5BiasFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, weight, core, query_len, key_len, offset, dtype):  # type: ignore[override]
+        ctx.args = (core, offset)
+        out = torch.empty(weight.shape[1], query_len, key_len, dtype=dtype)
+        return core.forward(query_len, key_len, query_offset=offset, out=out)
+
+    @staticmethod
+    def backward(ctx, dy):  # type: ignore[override]
+        core, offset = ctx.args
+        core.zero_grad()
+        core.backward(dy.detach().contiguous(), offset)
+        return torch.from_numpy(core.table_grad.copy()), None, None, None, None, None
+
+
+class T5RelativeBias(torch.nn.Module):
+    """T5's relative attention bias (HF ``T5Attention.relative_attention_bias`` + ``compute_bias``) over posenc:
+    ``weight`` (num_buckets, H) is the Parameter (memory shared with posenc's table); ``forward(scores,
+    offset=0, *, starts=None)`` returns scores + bias (queries at offset + i, or starts[n] + i), and
+    ``compute_bias(query_length, key_length, query_offset)`` the (1, H, Lq, Lk) bias as HF's. Both differentiate
+    into ``weight`` (each bucket's summed gradient, posenc's backward) and, for forward, into ``scores``."""
+
+    def __init__(self, num_heads: int, bidirectional: bool = True, num_buckets: int = 32, max_distance: int = 128,
+                 dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self._core = posenc.T5RelativeBias(num_heads, bidirectional, num_buckets, max_distance,
+                                           str(dtype).replace("torch.", ""))
+        self.weight = torch.nn.Parameter(torch.from_numpy(self._core.table))
+
+    def forward(self, scores: torch.Tensor, offset: int = 0, *, starts: Optional[torch.Tensor] = None) -> torch.Tensor:
+        _cpu(scores, "scores", "T5RelativeBias")
+        _share(self.weight, self._core.table)
+        return _T5AddFunction.apply(scores, self.weight, self._core, starts, int(offset))
+
+    def compute_bias(self, query_length: int, key_length: int, query_offset: int = 0,
+                     dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        _share(self.weight, self._core.table)
+        bias = _T5BiasFunction.apply(self.weight, self._core, int(query_length), int(key_length), int(query_offset),
+                                     dtype or self.weight.dtype)
+        return bias.unsqueeze(0)
+
+
+class _LearnedFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, gamma, beta, core, positions, starts, offset, train, seed):  # type: ignore[override]
+        cache = core.new_cache()
+        out = core.forward(x.detach(), positions=positions, offset=offset, train=train, seed=seed, cache=cache,
+                           starts=starts)
+        ctx.args = (core, cache, gamma is not None)
+        return out
+
+    @staticmethod
+    def backward(ctx, dy):  # type: ignore[override]
+        core, cache, ln = ctx.args
+        core.zero_grad()
+        dx = core.backward(_grad_input(dy), cache)
+        dw = torch.from_numpy(core.table_grad.copy())
+        dg = torch.from_numpy(core.gamma_grad.copy()) if ln else None
+        db = torch.from_numpy(core.beta_grad.copy()) if ln else None
+        return dx, dw, dg, db, None, None, None, None, None, None
+
+
+class LearnedPositionEmbedding(torch.nn.Module):
+    """Learned absolute positions over posenc: y = dropout(LN(x + scale * E[p + position_offset])) for x
+    (N, L, D) (GPT-2 ``wpe`` added to the token embeddings, BERT's embeddings with their LayerNorm, OPT with
+    ``position_offset=2``). Parameters: ``weight`` (the table), and with ``layer_norm`` ``ln_weight``,
+    ``ln_bias``; all share posenc's memory, all receive gradients (posenc's backward). Dropout in training mode
+    only, its mask from a seed drawn from ``generator`` (torch's default when None)."""
+
+    def __init__(self, max_positions: int, dim: int, position_offset: int = 0, scale: float = 1.0,
+                 layer_norm: bool = False, eps: float = 1e-5, dropout: float = 0.0,
+                 dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self._core = posenc.LearnedPositionEmbedding(max_positions, dim, position_offset, scale, layer_norm, eps,
+                                                     dropout, str(dtype).replace("torch.", ""))
+        self.dropout = float(dropout)
+        self.weight = torch.nn.Parameter(torch.from_numpy(self._core.table))
+        self.ln_weight = torch.nn.Parameter(torch.from_numpy(self._core.gamma)) if layer_norm else None
+        self.ln_bias = torch.nn.Parameter(torch.from_numpy(self._core.beta)) if layer_norm else None
+
+    def forward(self, x: torch.Tensor, positions: Optional[torch.Tensor] = None, offset: int = 0, *,
+                starts: Optional[torch.Tensor] = None, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        _cpu(x, "x", "LearnedPositionEmbedding")
+        _share(self.weight, self._core.table)
+        if self.ln_weight is not None:
+            _share(self.ln_weight, self._core.gamma)
+            _share(self.ln_bias, self._core.beta)
+        train = self.training and self.dropout > 0
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator)) if train else 0
+        return _LearnedFunction.apply(x, self.weight, self.ln_weight, self.ln_bias, self._core, positions, starts,
+                                      int(offset), bool(self.training), seed)
