@@ -21,6 +21,7 @@
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/math/quant.hpp"
 #include "posenc/detail/throw.hpp"
+#include "posenc/enum_names.hpp"
 #include "posenc/kv_cache.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/rope.hpp"
@@ -28,6 +29,15 @@
 #include "posenc/tensor_view.hpp"
 
 POSENC_BEGIN_NAMESPACE
+
+/// The spellings of quant_format (posenc/enum_names.hpp: to_string, parse).
+template <>
+struct enum_names<quant_format> {
+  /// Canonical name first per value, then accepted aliases.
+  static constexpr enum_name<quant_format> list[] = {{quant_format::int8, "int8"},
+                                                     {quant_format::fp8_e4m3, "fp8_e4m3"},
+                                                     {quant_format::fp8_e5m2, "fp8_e5m2"}};
+};
 
 /// How values become codes: x ~= code * scale.
 struct quant_spec {

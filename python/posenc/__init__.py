@@ -56,6 +56,7 @@ from ._alibi import alibi_slopes, alibi_bias, add_alibi_bias
 from ._sinusoidal import sinusoidal_table, add_sinusoidal, make_padded_positions
 from ._t5 import t5_relative_bucket, t5_bucket_table
 from ._modules import T5RelativeBias, LearnedPositionEmbedding, add_t5_bias
+from ._quant import apply_rope_quantized, rope_append_kv_quantized, convert_rope_layout, convert_rope_weight_layout
 
 __version__ = "0.2.0"
 
@@ -89,4 +90,8 @@ __all__ = [
     "T5RelativeBias",
     "add_t5_bias",
     "LearnedPositionEmbedding",
+    "apply_rope_quantized",
+    "rope_append_kv_quantized",
+    "convert_rope_layout",
+    "convert_rope_weight_layout",
 ]

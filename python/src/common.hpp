@@ -400,5 +400,6 @@ void bind_alibi(nb::module_& m);
 void bind_sinusoidal(nb::module_& m);
 void bind_t5(nb::module_& m);
 void bind_modules(nb::module_& m);
+void bind_quant(nb::module_& m);
 
 }  // namespace pyposenc

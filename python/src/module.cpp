@@ -31,4 +31,5 @@ NB_MODULE(_posenc, m) {
   bind_sinusoidal(m);
   bind_t5(m);
   bind_modules(m);
+  bind_quant(m);
 }
