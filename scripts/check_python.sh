@@ -22,6 +22,9 @@ CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$py" -m pip install --quiet ./python
 # would pull a PyTorch from PyPI over Debian's): tests/test_torch_compat.py compares each drop-in with them.
 "$py" -m pip install --quiet --no-deps "rotary-embedding-torch==0.9.1" "einops==0.8.1" "torchscale==0.3.0" \
   "zetascale==2.8.8"
+# transformers (the last release for torch 1.13): the seeds' tests compare with its M2M100 / FSMT sinusoidal
+# embeddings and BLOOM / MPT ALiBi, and the Llama example below runs in it.
+"$py" -m pip install --quiet "transformers==4.46.3" || echo "check_python.sh: transformers 4.46.3 could not be installed"
 # From outside the source tree, so the installed package (not python/posenc) is what is tested.
 out=$(cd "$build" && "$PWD/venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/python/tests")
 tail -n 4 <<<"$out"
@@ -31,7 +34,6 @@ if grep "^SKIPPED" <<<"$out" | grep -v "PyTorch is not installed"; then
   exit 1
 fi
 # The model example: transformers from PyPI; where it cannot be installed the example says "skipped" by name.
-"$py" -m pip install --quiet "transformers==4.46.3" || echo "check_python.sh: transformers 4.46.3 could not be installed"
 example=$("$py" python/examples/hf_llama.py)
 echo "$example"
 grep -qE "^posenc == HF at short positions, closer to float64 past 100k$|^hf_llama.py: skipped: " <<<"$example"
