@@ -294,6 +294,37 @@ def plot_tables(tool, out):
     save(fig, out, "xpos.png")
 
 
+def plot_python_bench(out):
+    """python/bench_rope.py's mlx and training suites, from the committed python/results/*.json (measured numbers,
+    not recomputed here): time per token against N for posenc and MLX, and the training speed-ups."""
+    import glob
+    import json
+
+    results = {}
+    for path in sorted(glob.glob(os.path.join(REPO, "python", "results", "*.json"))):
+        with open(path) as f:
+            r = json.load(f)
+        results[r["suite"]] = (os.path.basename(path), r)
+    if "mlx" not in results:
+        return
+    name, r = results["mlx"]
+    ns = sorted(int(n) for n in r["rows"])
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for key, label in (("posenc_s", "posenc.apply_rope"), ("mlx_s", "MLX mx.fast.rope (CPU)")):
+        ax.loglog(ns, [r["rows"][str(n)][key] / n * 1e9 for n in ns], marker="o", label=label)
+    ax.set_xlabel("tokens N of (N, %d, %d) float32" % (r["heads"], r["head_dim"]))
+    ax.set_ylabel("ns per token")
+    ax.set_title("RoPE forward, one thread, %s\n[python/results/%s]" % (r["cpu"], name), fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    save(fig, out, "python_bench.png")
+    fact("python_bench_mlx_slowest_ratio", min(r["rows"][str(n)]["mlx_s"] / r["rows"][str(n)]["posenc_s"] for n in ns))
+    if "training" in results:
+        rows = results["training"][1]["rows"]
+        base = rows["rotary-embedding-torch RotaryEmbedding (interleaved)"]["median_s"]
+        fact("python_bench_dropin_vs_rotary_embedding_torch", base / rows["posenc drop-in RotaryEmbedding (interleaved)"]["median_s"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--posenc", required=True, help="the posenc binary (build/examples-release/examples/cli/posenc)")
@@ -306,6 +337,7 @@ def main():
         plot_scalings(tool, args.out)
         worst = plot_angle_error(tool, args.out)
         plot_tables(tool, args.out)
+    plot_python_bench(args.out)
     # Orders of magnitude only: the float32 figures are the reference's, the posenc ones may move in the last bits.
     for name, value in worst.items():
         fact("worst_angle_error_" + name.replace(" ", "_"), float("1e%d" % round(np.log10(value))))

@@ -18,6 +18,18 @@ PyTorch uses its default thread count (printed).
 
     python bench_rope.py                       # (1, 4096, 32, 128)
     python bench_rope.py --shape 1 512 32 128 --repeat 50 --isa avx2
+
+Two more suites, one thread everywhere (``torch.set_num_threads(1)``; MLX's CPU ops run on the calling thread):
+
+    python bench_rope.py --suite training      # forward + backward, (8, 2048, 16, 64) float32
+    python bench_rope.py --suite mlx           # forward, N = 1 .. 4096 tokens of (N, 32, 128), vs mx.fast.rope
+
+``training``: posenc's drop-in RotaryEmbedding (posenc.torch.compat.rotary_embedding_torch, interleaved) against
+rotary-embedding-torch's, and posenc.torch.rope (half-split) against the Hugging Face formula in torch eager
+(cos/sin precomputed); each call is y = rope(x), then dL/dx for a fixed dL/dy. ``mlx``: posenc.apply_rope
+(half-split, allocating its result as MLX does) against ``mx.fast.rope(x, 128, traditional=False)`` evaluated
+with ``mx.eval``. ``--json FILE`` writes the rows; docs/make_plots.py draws docs/plots/python_bench.png from the
+committed python/results/*.json.
 """
 
 from __future__ import annotations
@@ -93,6 +105,79 @@ def reference(x: np.ndarray, base: float) -> np.ndarray:
     return x64 * np.cos(emb)[None, :, None, :] + rotate_half_numpy(x64) * np.sin(emb)[None, :, None, :]
 
 
+def suite_training(repeat: int) -> Dict[str, object]:
+    """Forward + backward of RoPE on (8, 2048, 16, 64) float32, one thread."""
+    import torch
+    from rotary_embedding_torch import RotaryEmbedding as Original
+
+    import posenc.torch as pt
+    from posenc.torch.compat.rotary_embedding_torch import RotaryEmbedding as Dropin
+
+    torch.set_num_threads(1)
+    b, l, h, d = 8, 2048, 16, 64
+    gen = torch.Generator().manual_seed(0)
+    x_bhld = torch.randn(b, h, l, d, generator=gen).requires_grad_()
+    x_blhd = x_bhld.detach().transpose(1, 2).contiguous().requires_grad_()
+    g_bhld = torch.randn(b, h, l, d, generator=gen)
+    g_blhd = g_bhld.transpose(1, 2).contiguous()
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d, 2).float() / d))
+    emb = torch.cat([torch.outer(torch.arange(l).float(), inv_freq)] * 2, dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+
+    def hf(t):
+        return t * cos + torch.cat((-t[..., d // 2:], t[..., : d // 2]), dim=-1) * sin
+
+    original, dropin = Original(d), Dropin(d)
+    plan = posenc.RopePlan(d, base=10000.0)
+    variants = {
+        "rotary-embedding-torch RotaryEmbedding (interleaved)": (lambda: original.rotate_queries_or_keys(x_bhld), x_bhld, g_bhld),
+        "posenc drop-in RotaryEmbedding (interleaved)": (lambda: dropin.rotate_queries_or_keys(x_bhld), x_bhld, g_bhld),
+        "torch eager HF formula (half-split, cos/sin cached)": (lambda: hf(x_bhld), x_bhld, g_bhld),
+        "posenc.torch.rope (half-split)": (lambda: pt.rope(x_blhd, plan), x_blhd, g_blhd),
+    }
+    rows = {}
+    for name, (f, x, g) in variants.items():
+        rows[name] = timed(lambda f=f, x=x, g=g: torch.autograd.grad(f(), x, g), repeat)
+    base = rows["rotary-embedding-torch RotaryEmbedding (interleaved)"][0]
+    hf_base = rows["torch eager HF formula (half-split, cos/sin cached)"][0]
+    print(f"forward + backward, (B, L, H, D) = ({b}, {l}, {h}, {d}) float32, torch {torch.__version__}, 1 thread")
+    width = max(len(k) for k in rows)
+    print(f"{'variant':<{width}}  {'ms/call':>9}  {'min ms':>8}  {'rotary-embedding-torch / this':>30}  {'HF eager / this':>15}")
+    for name, (med, mn) in rows.items():
+        print(f"{name:<{width}}  {med * 1e3:9.2f}  {mn * 1e3:8.2f}  {base / med:29.2f}x  {hf_base / med:14.2f}x")
+    return {"suite": "training", "shape": [b, l, h, d], "torch": torch.__version__,
+            "rows": {k: {"median_s": v[0], "min_s": v[1]} for k, v in rows.items()}}
+
+
+def suite_mlx(repeat: int) -> Dict[str, object]:
+    """Forward RoPE of N tokens of (N, 32, 128) float32 against MLX's mx.fast.rope on the CPU."""
+    import mlx.core as mx
+
+    mx.set_default_device(mx.cpu)
+    h, d = 32, 128
+    plan = posenc.RopePlan(d, base=10000.0)
+    rows: Dict[str, Dict[str, float]] = {}
+    print(f"forward, (1, N, {h}, {d}) float32, half-split, positions 0..N-1; MLX {mx.__version__} on the CPU")
+    print(f"{'N':>6}  {'posenc us':>10}  {'mlx us':>10}  {'mlx / posenc':>12}  {'max |posenc - mlx|':>18}")
+    for n in (1, 4, 16, 64, 256, 1024, 4096):
+        x = np.random.default_rng(n).standard_normal((1, n, h, d), dtype=np.float32)
+        xm = mx.array(np.ascontiguousarray(x.transpose(0, 2, 1, 3)))  # MLX: (B, H, L, D)
+        mx.eval(xm)
+        reps = max(repeat, 4096 // n)
+
+        def run_mlx():
+            y = mx.fast.rope(xm, d, traditional=False, base=10000.0, scale=1.0, offset=0)
+            mx.eval(y)
+            return y
+
+        p_med, _ = timed(lambda: posenc.apply_rope(x, plan), reps)
+        m_med, _ = timed(run_mlx, reps)
+        err = float(np.abs(np.asarray(run_mlx()).transpose(0, 2, 1, 3) - posenc.apply_rope(x, plan)).max())
+        rows[str(n)] = {"posenc_s": p_med, "mlx_s": m_med, "max_abs_diff": err}
+        print(f"{n:6d}  {p_med * 1e6:10.1f}  {m_med * 1e6:10.1f}  {m_med / p_med:11.2f}x  {err:18.1e}")
+    return {"suite": "mlx", "heads": h, "head_dim": d, "mlx": mx.__version__, "rows": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", type=int, nargs=4, default=[1, 4096, 32, 128], metavar=("N", "L", "H", "D"))
@@ -100,9 +185,23 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--isa", default=None, help="cap posenc's kernels (scalar, avx2, avx512, neon)")
     ap.add_argument("--no-torch", action="store_true", help="skip PyTorch even if installed")
+    ap.add_argument("--suite", choices=("apply", "training", "mlx"), default="apply")
+    ap.add_argument("--json", default=None, help="write the training / mlx rows to this file")
     args = ap.parse_args()
     if args.isa:
         posenc.set_isa(args.isa)
+    if args.suite != "apply":
+        print(f"CPU: {cpu_model()}  ({os.cpu_count()} logical CPUs; load average {os.getloadavg()[0]:.2f})")
+        print(f"posenc {posenc.__version__}, ISA {posenc.isa()}")
+        result = suite_training(args.repeat) if args.suite == "training" else suite_mlx(args.repeat)
+        result.update({"cpu": cpu_model(), "isa": posenc.isa(), "posenc": posenc.__version__})
+        if args.json:
+            import json
+
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1, sort_keys=True)
+                f.write("\n")
+        return
 
     n, l, h, d = args.shape
     rng = np.random.default_rng(0)

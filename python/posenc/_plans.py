@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._common import _C
-from ._common import _int, _merged_config, _seq_len
+from ._common import Array, _check_array, _int, _merged_config, _seq_len
 
 
 # -------------------------------------------------------------------------------------------------------- plans
@@ -338,12 +338,90 @@ class RopeCache:
         return f"RopeCache({self.plan!r}, max_positions={self.max_positions}, dtype={self.dtype!r})"
 
 
+class RopeTable:
+    """An engine's own cos/sin table, used in place (posenc::rope_table_view): accepted wherever a
+    :class:`RopePlan` or :class:`RopeCache` is. Pair i of position p is ``cos[p, i]`` / ``sin[p, i]``, of float32,
+    float64, float16 or bfloat16, any strides; any magnitude is already in the values. The arrays are kept alive
+    by this object and read at each call (positions past the table are rejected). Build it with a factory:
+
+    * :meth:`separate`: cos and sin (max_positions, R/2) arrays (or Hugging Face's (max_positions, R) caches whose
+      halves repeat: pass them, the first R/2 columns are read);
+    * :meth:`cos_sin_cache`: vLLM's ``cos_sin_cache`` (max_positions, R), each row the R/2 cos then the R/2 sin;
+    * :meth:`interleaved_pairs`: (max_positions, R/2, 2) (cos, sin) pairs.
+
+    ``head_dim``, ``rotary_dim`` (default head_dim - rotary_offset), ``rotary_offset`` and ``style`` describe
+    the tensors it rotates."""
+
+    __slots__ = ("_t",)
+
+    def __init__(self, core: Any) -> None:
+        self._t = core
+
+    @staticmethod
+    def _make(cos: Any, sin: Any, keep: Any, row_stride: int, pair_stride: int, head_dim: int,
+              rotary_dim: Optional[int], rotary_offset: int, style: str, fn: str) -> "RopeTable":
+        hd = _int(head_dim, "head_dim", fn)
+        off = _int(rotary_offset, "rotary_offset", fn)
+        rd = hd - off if rotary_dim is None else _int(rotary_dim, "rotary_dim", fn)
+        return RopeTable(_C.RopeTableCore(cos, sin, keep, int(cos.shape[0]), int(row_stride), int(pair_stride), hd, rd, off,
+                                          style))
+
+    @staticmethod
+    def _strides(a: Any) -> Tuple[int, ...]:
+        if hasattr(a, "stride") and callable(a.stride):  # torch: element strides
+            return tuple(int(v) for v in a.stride())
+        return tuple(int(v) // a.itemsize for v in a.strides)
+
+    @classmethod
+    def separate(cls, cos: Array, sin: Array, head_dim: int, rotary_dim: Optional[int] = None, rotary_offset: int = 0,
+                 style: str = "half_split") -> "RopeTable":
+        """cos, sin of shape (max_positions, >= R/2), one dtype and the same strides."""
+        fn = "RopeTable.separate"
+        cos, sin = _check_array(cos, "cos", fn, False), _check_array(sin, "sin", fn, False)
+        if len(cos.shape) != 2 or tuple(cos.shape) != tuple(sin.shape) or cls._strides(cos) != cls._strides(sin):
+            raise ValueError(f"posenc.{fn}: cos and sin must be 2-D arrays of one shape and strides")
+        rs, ps = cls._strides(cos)
+        return cls._make(cos, sin, (cos, sin), rs, ps, head_dim, rotary_dim, rotary_offset, style, fn)
+
+    @classmethod
+    def cos_sin_cache(cls, table: Array, head_dim: int, rotary_dim: Optional[int] = None, rotary_offset: int = 0,
+                      style: str = "half_split") -> "RopeTable":
+        """vLLM's cos_sin_cache (max_positions, R): row p is cos of the R/2 pairs, then their sin."""
+        fn = "RopeTable.cos_sin_cache"
+        table = _check_array(table, "table", fn, False)
+        if len(table.shape) != 2 or table.shape[1] % 2:
+            raise ValueError(f"posenc.{fn}: table must have shape (max_positions, R), R even, got {tuple(table.shape)}")
+        half = int(table.shape[1]) // 2
+        rs, ps = cls._strides(table)
+        return cls._make(table[:, :half], table[:, half:], table, rs, ps, head_dim, rotary_dim, rotary_offset, style, fn)
+
+    @classmethod
+    def interleaved_pairs(cls, table: Array, head_dim: int, rotary_dim: Optional[int] = None, rotary_offset: int = 0,
+                          style: str = "half_split") -> "RopeTable":
+        """(max_positions, R/2, 2): (cos, sin) of each pair."""
+        fn = "RopeTable.interleaved_pairs"
+        table = _check_array(table, "table", fn, False)
+        if len(table.shape) != 3 or table.shape[2] != 2:
+            raise ValueError(f"posenc.{fn}: table must have shape (max_positions, R/2, 2), got {tuple(table.shape)}")
+        rs, ps, _ = cls._strides(table)
+        return cls._make(table[:, :, 0], table[:, :, 1], table, rs, ps, head_dim, rotary_dim, rotary_offset, style, fn)
+
+    max_positions = property(lambda self: self._t.max_positions, doc="Rows of the table.")
+    head_dim = property(lambda self: self._t.head_dim, doc="D of the tensors it rotates.")
+    rotary_dim = property(lambda self: self._t.rotary_dim, doc="R, the rotated features.")
+
+    def __repr__(self) -> str:
+        return f"RopeTable(max_positions={self.max_positions}, head_dim={self.head_dim}, rotary_dim={self.rotary_dim})"
+
+
 def _freq(plan: Any, fn: str) -> Any:
     if isinstance(plan, RopePlan):
         return plan._p
     if isinstance(plan, RopeCache):
         return plan._c
-    raise TypeError(f"posenc.{fn}: plan must be a posenc.RopePlan or posenc.RopeCache, got {type(plan).__name__}")
+    if isinstance(plan, RopeTable):
+        return plan._t
+    raise TypeError(f"posenc.{fn}: plan must be a posenc.RopePlan, RopeCache or RopeTable, got {type(plan).__name__}")
 
 
 def _plan(plan: Any, fn: str, name: str = "plan") -> Any:

@@ -356,11 +356,26 @@ struct mrope_plan_py {
   posenc::mrope_plan plan;
 };
 
-/// The frequency source of a RoPE call: a plan (angles in double per call) or a cache (table lookup).
+/// An engine's own cos/sin table (posenc::rope_table_view of any storage type): pointers and strides into the
+/// caller's arrays, which `keep` holds alive.
+struct rope_table_py {
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  dt type = dt::f32;
+  index_t max_positions = 0;
+  index_t row_stride = 0;
+  index_t pair_stride = 1;
+  posenc::rope_geometry geometry;
+  nb::object keep;
+};
+
+/// The frequency source of a RoPE call: a plan (angles in double per call), a cache (table lookup) or an
+/// engine's table.
 struct freq_ref {
   const posenc::rope_plan* plan = nullptr;
   const posenc::rope_cache<float>* c32 = nullptr;
   const posenc::rope_cache<double>* c64 = nullptr;
+  const rope_table_py* table = nullptr;
 };
 
 inline freq_ref get_freq(nb::handle h, const char* fn, const char* name = "plan") {
@@ -371,8 +386,11 @@ inline freq_ref get_freq(nb::handle h, const char* fn, const char* name = "plan"
     const auto& c = nb::cast<const rope_cache_py&>(h).cache;
     if (const auto* f = std::get_if<posenc::rope_cache<float>>(&c)) r.c32 = f;
     else r.c64 = &std::get<posenc::rope_cache<double>>(c);
+  } else if (nb::isinstance<rope_table_py>(h)) {
+    r.table = &nb::cast<const rope_table_py&>(h);
   } else {
-    type_error(fn, name, " must be a posenc.RopePlan or posenc.RopeCache, got ", nb::cast<std::string>(nb::type_name(h.type())));
+    type_error(fn, name, " must be a posenc.RopePlan, RopeCache or RopeTable, got ",
+               nb::cast<std::string>(nb::type_name(h.type())));
   }
   return r;
 }
@@ -381,7 +399,13 @@ template <class F>
 posenc::status visit_freq(const freq_ref& r, F&& f) {
   if (r.plan != nullptr) return f(*r.plan);
   if (r.c32 != nullptr) return f(*r.c32);
-  return f(*r.c64);
+  if (r.c64 != nullptr) return f(*r.c64);
+  const rope_table_py& t = *r.table;
+  return visit(t.type, [&](auto tag) {
+    using C = decltype(tag);
+    return f(posenc::rope_table_view<C>(static_cast<const C*>(t.cos), static_cast<const C*>(t.sin), t.max_positions,
+                                        t.row_stride, t.pair_stride, t.geometry));
+  });
 }
 
 /// A read-only NumPy view of immutable plan or cache data, keeping `owner` (the Python object) alive.

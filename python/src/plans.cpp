@@ -537,6 +537,28 @@ void bind_plans(nb::module_& m) {
                                                static_cast<std::size_t>(c.plan().pairs())};
         return std::visit([&](const auto& t) { return nb::cast(ro_view(t.sin_data(), shape, nb::find(&c))); }, c.cache);
       });
+
+  // An engine's table: cos and sin are arrays (or views of one array) whose first element is pair 0 of position
+  // 0; the strides in elements come from the Python wrapper (posenc.RopeTable), which knows the layout.
+  nb::class_<rope_table_py>(m, "RopeTableCore", "A posenc::rope_table_view over the caller's arrays.")
+      .def(
+          "__init__",
+          [](rope_table_py* self, const ro_array& cos, const ro_array& sin, nb::object keep, index_t max_positions,
+             index_t row_stride, index_t pair_stride, index_t head_dim, index_t rotary_dim, index_t rotary_offset,
+             const std::string& style) {
+            constexpr const char* fn = "RopeTable";
+            const arr c = describe(cos, fn, "cos"), s = describe(sin, fn, "sin");
+            const dt tc = float_dtype(c.dtype, fn, "cos");
+            if (float_dtype(s.dtype, fn, "sin") != tc) type_error(fn, "cos and sin must have one dtype");
+            const posenc::rope_geometry g{head_dim, rotary_dim, rotary_offset, parse_style(style, fn)};
+            new (self) rope_table_py{c.data, s.data, tc, max_positions, row_stride, pair_stride, g, std::move(keep)};
+          },
+          nb::arg("cos").noconvert(), nb::arg("sin").noconvert(), nb::arg("keep"), nb::arg("max_positions"),
+          nb::arg("row_stride"), nb::arg("pair_stride"), nb::arg("head_dim"), nb::arg("rotary_dim"),
+          nb::arg("rotary_offset"), nb::arg("style"))
+      .def_prop_ro("max_positions", [](const rope_table_py& t) { return t.max_positions; })
+      .def_prop_ro("head_dim", [](const rope_table_py& t) { return t.geometry.head_dim; })
+      .def_prop_ro("rotary_dim", [](const rope_table_py& t) { return t.geometry.rotated_dim(); });
 }
 
 }  // namespace pyposenc

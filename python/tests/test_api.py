@@ -165,3 +165,27 @@ def test_tables_and_helpers():
     assert posenc.t5_relative_bucket(5, False) == 0
     np.testing.assert_array_equal(posenc.t5_relative_bucket(np.array([[-20, 20], [5, 0]])), [[10, 26], [21, 0]])
     np.testing.assert_array_equal(posenc.t5_bucket_table(1, 3, 2), [[posenc.t5_relative_bucket(j - 2) for j in range(3)]])
+
+
+def test_rope_table_engine_layouts_match_the_cache():
+    # An engine's own table, in each layout engines keep, rotates as posenc's RopeCache of the same values.
+    plan = posenc.RopePlan(16, base=10000.0)
+    cache = posenc.RopeCache(plan, 64, "float32")
+    cos, sin = np.array(cache.cos), np.array(cache.sin)  # (64, 8)
+    x = np.random.default_rng(0).standard_normal((2, 5, 3, 16)).astype(np.float32)
+    want = posenc.apply_rope(x, cache, offset=40)
+    hf_cos, hf_sin = np.concatenate([cos, cos], 1), np.concatenate([sin, sin], 1)  # HF: halves repeated
+    tables = [
+        posenc.RopeTable.separate(cos, sin, 16),
+        posenc.RopeTable.separate(hf_cos, hf_sin, 16),
+        posenc.RopeTable.cos_sin_cache(np.concatenate([cos, sin], 1), 16),
+        posenc.RopeTable.interleaved_pairs(np.stack([cos, sin], -1), 16),
+    ]
+    for t in tables:
+        np.testing.assert_array_equal(posenc.apply_rope(x, t, offset=40), want)
+    half = posenc.RopeTable.cos_sin_cache(np.concatenate([cos, sin], 1).astype(np.float16), 16)
+    np.testing.assert_allclose(posenc.apply_rope(x, half, offset=40), want, rtol=0, atol=4e-3)
+    with pytest.raises(ValueError, match="position 64 is past the cache of 64 positions"):
+        posenc.apply_rope(x, tables[0], offset=60)
+    with pytest.raises(ValueError, match="cos and sin must be 2-D arrays of one shape"):
+        posenc.RopeTable.separate(cos, sin[:, :4], 16)

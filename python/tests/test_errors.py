@@ -64,7 +64,7 @@ def test_binding_level_rejections():
         posenc.apply_rope(np.zeros((1, 2, 1, 8), np.float32), plan, np.array([0]), offset=3)
     with pytest.raises(TypeError, match="positions must be integers"):
         posenc.apply_rope(np.zeros((1, 2, 1, 8), np.float32), plan, np.array([0.5]))
-    with pytest.raises(TypeError, match="RopePlan or posenc.RopeCache"):
+    with pytest.raises(TypeError, match="RopePlan, RopeCache or RopeTable"):
         posenc.apply_rope(np.zeros((1, 2, 1, 8), np.float32), "plan")
 
 

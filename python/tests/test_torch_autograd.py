@@ -147,7 +147,7 @@ def test_rejections():
     plan = posenc.RopePlan(8)
     with pytest.raises(TypeError, match="posenc.torch.rope: x must be a torch.Tensor"):
         pt.rope(np.zeros((1, 1, 1, 8)), plan)
-    with pytest.raises(TypeError, match="plan must be a posenc.RopePlan or RopeCache"):
+    with pytest.raises(TypeError, match="plan must be a posenc.RopePlan, RopeCache or RopeTable"):
         pt.rope(torch.zeros(1, 1, 1, 8), posenc.XposPlan(8))
     with pytest.raises(ValueError, match="head_dim"):
         pt.rope(torch.zeros(1, 1, 1, 6, requires_grad=True), plan)

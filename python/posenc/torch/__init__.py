@@ -23,7 +23,7 @@ import torch
 import posenc
 
 from .. import _alibi, _mrope, _rope, _sinusoidal, _t5, _xpos
-from .._plans import RopeCache, RopePlan
+from .._plans import RopeCache, RopePlan, RopeTable
 from .._mrope import MropePlan
 from .._xpos import XposPlan
 
@@ -82,7 +82,7 @@ class RopeFunction(torch.autograd.Function):
 
 def rope(
     x: torch.Tensor,
-    plan: Union[RopePlan, RopeCache],
+    plan: Union[RopePlan, RopeCache, RopeTable],
     positions: Optional[torch.Tensor] = None,
     offset: int = 0,
     layout: Optional[str] = None,
@@ -92,8 +92,8 @@ def rope(
     """Differentiable :func:`posenc.apply_rope` (any plan or cache: both pair styles, every scaling). Returns a
     new tensor; the gradient to ``x`` is the transposed rotation."""
     _cpu(x, "x", "rope")
-    if not isinstance(plan, (RopePlan, RopeCache)):
-        raise TypeError(f"posenc.torch.rope: plan must be a posenc.RopePlan or RopeCache, got {type(plan).__name__}")
+    if not isinstance(plan, (RopePlan, RopeCache, RopeTable)):
+        raise TypeError(f"posenc.torch.rope: plan must be a posenc.RopePlan, RopeCache or RopeTable, got {type(plan).__name__}")
     return RopeFunction.apply(x, plan, positions, starts, offset, layout)
 
 
