@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds posenc's ISA test binary (posenc_isa_tests: the sources of posenc_tests that hold a suite per ISA) for
 # AArch64 (NEON kernels, run-time dispatch between scalar and NEON) with Debian's cross compiler (warnings as
-# errors) and runs it under qemu-user: every golden, kernel, op-list and thread-range suite on NEON. GoogleTest is built for the target from the sources Debian's googletest
-# package installs. Usage: bash scripts/cross_aarch64.sh [build-dir]
+# errors) and runs it under qemu-user: every golden, kernel, op-list and thread-range suite on NEON. GoogleTest
+# is built for the target from the sources Debian's googletest package installs.
+# Usage: bash scripts/cross_aarch64.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh g++-aarch64-linux-gnu qemu-user googletest
@@ -22,9 +23,16 @@ cmake --build "$build/posenc" -j "$(nproc)" --target posenc_isa_tests
 # the golden files of every encoding, the kernels on random shapes, the op list, the thread ranges; plus the
 # dispatch tests. The ISA-independent suites and the portable target run natively in the x86-64 jobs.
 # NEON is AArch64's baseline: nothing here may skip.
+rc=0
 out=$(qemu-aarch64 -L /usr/aarch64-linux-gnu "$build/posenc/tests/posenc_isa_tests" --gtest_brief=1 \
-  --gtest_filter='*neon*:Dispatch*:Slicing*')
+  --gtest_filter='*neon*:Dispatch*:Slicing*' 2>&1) || rc=$?
 tail -n 8 <<<"$out"
+if [ "$rc" -ne 0 ]; then
+  # The failures themselves (gtest_brief prints only them and the summary).
+  grep -B2 -A12 "Failure\|FAILED" <<<"$out" | head -n 80 >&2 || true
+  echo "cross_aarch64.sh: the NEON suites failed under qemu (exit $rc)" >&2
+  exit "$rc"
+fi
 if grep -q "SKIPPED" <<<"$out"; then
   echo "cross_aarch64.sh: a test skipped on AArch64, where every suite must run" >&2
   exit 1

@@ -8,8 +8,10 @@
 //
 // fma and fnma: a vector target's tail fuses them (std::fma, one rounding, as the target's vector FMA; inlined
 // into the target's functions it is the target's scalar FMA instruction), so a tail rounds exactly as its body
-// whatever the compiler's contraction setting (GCC's -std=c++17 contracts nothing). The portable target's are
-// a*b + c and c - a*b: baseline x86-64 has no FMA instruction and a software fma costs ~100 cycles.
+// whatever the compiler contracts (GCC 12 did not contract a*b + c of these baseline functions inlined into an
+// AVX2 region: the tails rounded twice where the body rounded once). The portable target's are a*b + c and
+// c - a*b: baseline x86-64 has no FMA instruction and a software fma costs ~100 cycles (where the baseline has
+// one, as AArch64, the compiler may contract them).
 #pragma once
 
 #include <cmath>
