@@ -7,8 +7,9 @@ from typing import Optional, Tuple, Union
 import numpy as np
 
 from ._common import _C
-from ._common import Array, Positions, _check_array, _ids, _int, _layout, _pos
+from ._common import Array, Positions, _check_array, _int, _layout, _pos
 from ._plans import RopeCache, RopePlan, _freq
+from ._rope import _cache_slots
 
 
 def _scales(scales: Optional[Array], name: str, fn: str) -> Optional[Array]:
@@ -74,18 +75,13 @@ def rope_append_kv_quantized(
     beside the caches). Slots and positions as :func:`posenc.rope_append_kv`; formats and scales as
     :func:`apply_rope_quantized`. Nothing is written if any argument is rejected."""
     fn = "rope_append_kv_quantized"
-    if (seq_lens is None) == (slot_mapping is None):
-        raise ValueError(f"posenc.{fn}: give exactly one of seq_lens (contiguous cache) or slot_mapping (paged cache)")
     k = _check_array(k, "k", fn, False)
     v = _check_array(v, "v", fn, False)
     k_cache = _check_array(k_cache, "k_cache", fn, True)
     v_cache = _check_array(v_cache, "v_cache", fn, True)
     ko = None if k_scales_out is None else _check_array(k_scales_out, "k_scales_out", fn, True)
     vo = None if v_scales_out is None else _check_array(v_scales_out, "v_scales_out", fn, True)
-    paged = slot_mapping is not None
-    slots = _ids(slot_mapping if paged else seq_lens, fn, "slot_mapping" if paged else "seq_lens", int64_only=True)
-    if not paged and positions is None and starts is None and offset == 0:
-        starts = slots  # the new tokens continue each sequence
+    slots, paged, starts = _cache_slots(seq_lens, slot_mapping, positions, starts, offset, fn)
     _C.rope_append_kv_quantized(
         k, v, k_cache, v_cache, _freq(plan, fn), *_pos(positions, starts, fn), _int(offset, "offset", fn), slots, paged,
         k_format, _scales(k_scales, "k_scales", fn), v_format, _scales(v_scales, "v_scales", fn), ko, vo, _layout(layout),

@@ -78,6 +78,19 @@ def apply_rope_qk(
     return q, k
 
 
+def _cache_slots(seq_lens: Optional[Array], slot_mapping: Optional[Array], positions: Positions, starts: Positions,
+                 offset: int, fn: str) -> Tuple[Any, bool, Positions]:
+    """(slots, paged, starts) of a KV-cache append: exactly one of seq_lens (contiguous cache; the new tokens
+    continue each sequence unless positions say otherwise) or slot_mapping (paged cache)."""
+    if (seq_lens is None) == (slot_mapping is None):
+        raise ValueError(f"posenc.{fn}: give exactly one of seq_lens (contiguous cache) or slot_mapping (paged cache)")
+    paged = slot_mapping is not None
+    slots = _ids(slot_mapping if paged else seq_lens, fn, "slot_mapping" if paged else "seq_lens", int64_only=True)
+    if not paged and positions is None and starts is None and offset == 0:
+        starts = slots
+    return slots, paged, starts
+
+
 def rope_append_kv(
     k: Array,
     v: Array,
@@ -108,18 +121,13 @@ def rope_append_kv(
     k and v share a dtype (q too), and so do the two caches. The caches are 4-D as above; ``layout`` names the
     layout of q, k and v (default (N, L, H, D))."""
     fn = "rope_qk_append_kv" if q is not None else "rope_append_kv"
-    if (seq_lens is None) == (slot_mapping is None):
-        raise ValueError(f"posenc.{fn}: give exactly one of seq_lens (contiguous cache) or slot_mapping (paged cache)")
     k = _check_array(k, "k", fn, False)
     v = _check_array(v, "v", fn, False)
     k_cache = _check_array(k_cache, "k_cache", fn, True)
     v_cache = _check_array(v_cache, "v_cache", fn, True)
     if q is not None:
         q = _check_array(q, "q", fn, True)
-    paged = slot_mapping is not None
-    slots = _ids(slot_mapping if paged else seq_lens, fn, "slot_mapping" if paged else "seq_lens", int64_only=True)
-    if not paged and positions is None and starts is None and offset == 0:
-        starts = slots  # the new tokens continue each sequence
+    slots, paged, starts = _cache_slots(seq_lens, slot_mapping, positions, starts, offset, fn)
     _C.rope_append_kv(
         q, k, v, k_cache, v_cache, _freq(plan, fn), *_pos(positions, starts, fn), _int(offset, "offset", fn), slots, paged,
         _layout(layout),

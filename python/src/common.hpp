@@ -329,6 +329,17 @@ inline const std::int64_t* int64_data(const arr& a, const char* fn, const char* 
   return static_cast<const std::int64_t*>(a.data);
 }
 
+/// Where the N x L tokens of a KV-cache append go: `slots` is seq_lens (N,) of a contiguous cache, or the
+/// slot_mapping ((N, L) or (N*L,)) of a paged one; int64, C-contiguous; posenc checks the values.
+inline posenc::kv_slots kv_slots_of(const ro_array& slots, bool paged, index_t n, index_t l, const char* fn) {
+  const char* name = paged ? "slot_mapping" : "seq_lens";
+  const arr sl = describe(slots, fn, name, 2);
+  const std::int64_t* data = int64_data(sl, fn, name);
+  const index_t count = sl.ndim == 2 ? sl.ext[0] * sl.ext[1] : sl.ext[0];
+  if (paged && count != n * l) value_error(fn, "slot_mapping has ", count, " slots for N * L = ", n * l, " tokens");
+  return paged ? posenc::kv_slots::paged(data, sl.ndim == 2 ? sl.ext[0] : n, l) : posenc::kv_slots::contiguous(data, sl.ext[0]);
+}
+
 // ------------------------------------------------------------------------------------------------ plans
 
 /// A rope_plan and, when it was built from one, its rope_config (so it can be rebuilt for another length).

@@ -96,14 +96,8 @@ void rope_append_kv_quantized(const ro_array& k, const ro_array& v, const rw_arr
   if (vv.type != vk.type) type_error(fn, "k and v must have one dtype (k has ", dlpack_name(k.dtype()), ")");
   const code4 ck = codes4(k_cache, "NLHD", fn, "k_cache", ks.format);
   const code4 cv = codes4(v_cache, "NLHD", fn, "v_cache", vs.format);
-  const arr sl = describe(slots, fn, paged ? "slot_mapping" : "seq_lens", 2);
-  const std::int64_t* slot_data = int64_data(sl, fn, paged ? "slot_mapping" : "seq_lens");
   const index_t n = vk.ext[0], l = vk.ext[1];
-  if (paged && (sl.ndim == 2 ? sl.ext[0] * sl.ext[1] : sl.ext[0]) != n * l)
-    value_error(fn, "slot_mapping has ", sl.ndim == 2 ? sl.ext[0] * sl.ext[1] : sl.ext[0], " slots for N * L = ", n * l,
-                " tokens");
-  const posenc::kv_slots where = paged ? posenc::kv_slots::paged(slot_data, sl.ndim == 2 ? sl.ext[0] : n, l)
-                                       : posenc::kv_slots::contiguous(slot_data, sl.ext[0]);
+  const posenc::kv_slots where = kv_slots_of(slots, paged, n, l, fn);
   const posenc::strided_view<float, 3> kso = scales_out(k_scales_out, fn, "k_scales_out");
   const posenc::strided_view<float, 3> vso = scales_out(v_scales_out, fn, "v_scales_out");
   const freq_ref f = get_freq(freq, fn);

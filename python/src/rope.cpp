@@ -68,14 +68,8 @@ void rope_append_kv(const std::optional<rw_array>& q, const ro_array& k, const r
   if (vvc.type != vkc.type)
     type_error(fn, "k_cache (", dlpack_name(k_cache.dtype()), ") and v_cache (", dlpack_name(v_cache.dtype()),
                ") must have one dtype");
-  const arr sl = describe(slots, fn, paged ? "slot_mapping" : "seq_lens", 2);
-  const std::int64_t* slot_data = int64_data(sl, fn, paged ? "slot_mapping" : "seq_lens");
   const index_t n = vk.ext[0], l = vk.ext[1];
-  const posenc::kv_slots where = paged ? posenc::kv_slots::paged(slot_data, sl.ndim == 2 ? sl.ext[0] : n, l)
-                                       : posenc::kv_slots::contiguous(slot_data, sl.ext[0]);
-  if (paged && (sl.ndim == 2 ? sl.ext[0] * sl.ext[1] : sl.ext[0]) != n * l)
-    value_error(fn, "slot_mapping has ", sl.ndim == 2 ? sl.ext[0] * sl.ext[1] : sl.ext[0], " slots for N * L = ", n * l,
-                " tokens");
+  const posenc::kv_slots where = kv_slots_of(slots, paged, n, l, fn);
   const freq_ref f = get_freq(freq, fn);
   const posenc::positions pos = make_positions(positions, starts, offset, n, fn);
   run([&] {
