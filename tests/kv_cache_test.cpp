@@ -181,6 +181,12 @@ TEST_P(KvCache, RejectedCallsWriteNothing) {
       {posenc::try_rope_append_kv(plan, x.k(), x.v(), kcv, vcv.slice(0, 0, 1), pos,
                                   posenc::kv_slots::paged(lens.data(), N, L)),
        "posenc::rope_append_kv: v_cache (extent 0, extent 1)=(1, 4) does not match k_cache (2, 4)"},
+      // q and v of a fused buffer interleave by token (their spans overlap); one view for both is rejected.
+      {posenc::try_rope_qk_append_kv(plan, x.v(), x.k(), x.v(), kcv, vcv, pos, posenc::kv_slots::paged(lens.data(), N, L)),
+       "posenc::rope_qk_append_kv: q and k or v start at one element"},
+      {posenc::try_rope_qk_append_kv(plan, posenc::strided_view<float, 4>(vc.data(), {N, L, 2, D}), x.k(), x.v(), kcv, vcv,
+                                     posenc::positions::offset(3), posenc::kv_slots::paged(lens.data(), N, L)),
+       "posenc::rope_qk_append_kv: q overlaps a cache"},
   };
   for (const Case& c : cases) {
     EXPECT_FALSE(c.s.ok());

@@ -312,9 +312,10 @@ TEST_P(RopeQuant, VectorCodesEqualTheScalarRulesOverASweepOfFloats) {
 
 TEST_P(RopeQuant, DynamicScalesEqualTheScalarAbsmaxWithNanAndTails) {
   // Rows whose absmax sits in the vector body, in the tail, or behind a NaN (ignored); an infinity; all zeros;
-  // values so small that the scale is subnormal, and so large that their sum overflows (the kernel's fast path
-  // for finite rows must step aside for the last three); at head dims that are and are not multiples of every
-  // width. Codes against the scalar rules with the stored scale.
+  // values so small that the scale is subnormal, and so large that their sum would overflow (the kernel's
+  // unchecked path for finite rows must step aside for the NaN, the infinity and the subnormal scale, and hold
+  // for the large finite row); at head dims that are and are not multiples of every width. Codes against the
+  // scalar rules with the stored scale.
   for (const index_t D : {index_t{2}, index_t{6}, index_t{24}, index_t{66}, index_t{128}}) {
     const index_t H = 8;
     std::vector<float> x(static_cast<std::size_t>(H * D));

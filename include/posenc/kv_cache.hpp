@@ -137,22 +137,29 @@ status check_cache_pair(const char* fn, const char* in_name, const char* cache_n
 }
 
 /// Whether check_append's rules before the slots hold (decided without forming a status, for the one-token
-/// decode call): the positions an offset, every view valid, the caches shaped as k and v, no overlaps, the
-/// positions inside the source. False only sends the call through the rule-by-rule checks.
-template <class F, class KIn, class KOut, class VIn, class VOut>
-bool quick_append(const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv, const positions& pos,
-                  index_t& max_pos) {
+/// decode call): the positions an offset, every view valid, the caches shaped as k and v, q (when not null)
+/// in place with k's tokens, no overlaps, the positions inside the source. False only sends the call through
+/// the rule-by-rule checks.
+template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
+bool quick_append(const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
+                  const positions& pos, index_t& max_pos) {
   if (pos.kind() != positions::form::offset || !check_source("", freq).ok()) return false;
   const index_t n = tk.in.extent(0), l = tk.in.extent(1);
-  const bool shapes = view_ok(tk.in, false) && view_ok(tk.out, true) && view_ok(tv.in, false) && view_ok(tv.out, true) &&
-                      tk.out.extent(2) == tk.in.extent(2) && tk.out.extent(3) == tk.in.extent(3) &&
-                      tv.out.extent(2) == tv.in.extent(2) && tv.out.extent(3) == tv.in.extent(3) &&
-                      tk.in.extent(3) == geom_of(freq).head_dim && tv.in.extent(0) == n && tv.in.extent(1) == l &&
-                      tv.in.extent(2) == tk.in.extent(2) && tv.out.extent(0) == tk.out.extent(0) &&
-                      tv.out.extent(1) == tk.out.extent(1);
-  if (!shapes || spans_overlap(tk.in, tk.out) || spans_overlap(tv.in, tv.out) || spans_overlap(tk.out, tv.out) ||
-      spans_overlap(tk.in, tv.out) || spans_overlap(tv.in, tk.out))
-    return false;
+  // Each view's range once; the five overlap rules are comparisons of those ranges.
+  const view_probe ki = probe_view(tk.in, false), ko = probe_view(tk.out, true);
+  const view_probe vi = probe_view(tv.in, false), vo = probe_view(tv.out, true);
+  const bool shapes = ki.ok && ko.ok && vi.ok && vo.ok && tk.out.extent(2) == tk.in.extent(2) &&
+                      tk.out.extent(3) == tk.in.extent(3) && tv.out.extent(2) == tv.in.extent(2) &&
+                      tv.out.extent(3) == tv.in.extent(3) && tk.in.extent(3) == geom_of(freq).head_dim &&
+                      tv.in.extent(0) == n && tv.in.extent(1) == l && tv.in.extent(2) == tk.in.extent(2) &&
+                      tv.out.extent(0) == tk.out.extent(0) && tv.out.extent(1) == tk.out.extent(1);
+  if (!shapes || ki.overlaps(ko) || vi.overlaps(vo) || ko.overlaps(vo) || ki.overlaps(vo) || vi.overlaps(ko)) return false;
+  if (q != nullptr) {
+    const view_probe qo = probe_view(q->out, true);
+    if (!qo.ok || !same_view(q->in, q->out) || q->in.extent(3) != tk.in.extent(3) || q->in.extent(0) != n ||
+        q->in.extent(1) != l || qo.overlaps(ko) || qo.overlaps(vo) || qo.lo == ki.lo || qo.lo == vi.lo)
+      return false;
+  }
   const index_t start = pos.at(0, 0);
   const index_t last = l > 0 ? l - 1 : 0;
   if (start < 0 || start > std::numeric_limits<index_t>::max() - last) return false;
@@ -160,12 +167,14 @@ bool quick_append(const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn
   return max_pos < max_positions_of(freq);
 }
 
-/// Checks a KV-cache append: the source, k and v against their caches and each other, the positions and the
-/// slots; sets the token map and the largest position.
-template <class F, class KIn, class KOut, class VIn, class VOut>
-status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
-                    const positions& pos, const kv_slots& slots, token_map& map, index_t& max_pos) {
-  if (quick_append(freq, tk, tv, pos, max_pos))
+/// Checks a KV-cache append: the source, q (when not null: rotated in place, rope_qk_append_kv), k and v
+/// against their caches and each other, the positions and the slots; sets the token map and the largest
+/// position.
+template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
+status check_append(const char* fn, const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& tk,
+                    const rope_io<VIn, VOut>& tv, const positions& pos, const kv_slots& slots, token_map& map,
+                    index_t& max_pos) {
+  if (quick_append(freq, q, tk, tv, pos, max_pos))
     return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
   POSENC_TRY(check_source(fn, freq));
   const rope_geometry g = geom_of(freq);
@@ -182,10 +191,29 @@ status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
   if (spans_overlap(tk.out, tv.out)) return fail(fn, "v_cache overlaps k_cache");
   if (spans_overlap(tk.in, tv.out)) return fail(fn, "v_cache overlaps k");
   if (spans_overlap(tv.in, tk.out)) return fail(fn, "k_cache overlaps v");
+  if (q != nullptr) {
+    // q and k (or v) of a fused QKV buffer interleave token by token, so their spans overlap; only their
+    // elements must not (not checked: check_rope_call's rule for several targets, distinct starts, holds).
+    index_t q_max = -1;
+    POSENC_TRY(check_rope_call(fn, g, pos, std::array<rope_io<Q, Q>, 1>{*q}, {"q", "q"}, q_max));
+    POSENC_TRY(check_same_tokens(fn, "q", q->in.extent(0), q->in.extent(1), "k", tk.in.extent(0), tk.in.extent(1)));
+    if (spans_overlap(q->out, tk.out) || spans_overlap(q->out, tv.out)) return fail(fn, "q overlaps a cache");
+    if (static_cast<const void*>(q->out.data()) == static_cast<const void*>(tk.in.data()) ||
+        static_cast<const void*>(q->out.data()) == static_cast<const void*>(tv.in.data()))
+      return fail(fn, "q and k or v start at one element");
+  }
   POSENC_TRY(validate_positions(fn, pos, tk.in.extent(0), tk.in.extent(1), max_pos));
   if (max_pos >= max_positions_of(freq))
     return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
   return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
+}
+
+/// check_append without q (rope_append_kv and its quantised form).
+template <class F, class KIn, class KOut, class VIn, class VOut>
+status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
+                    const positions& pos, const kv_slots& slots, token_map& map, index_t& max_pos) {
+  using KI = std::remove_const_t<KIn>;
+  return check_append(fn, freq, static_cast<const rope_io<KI, KI>*>(nullptr), tk, tv, pos, slots, map, max_pos);
 }
 
 /// Rotates q in place (when not null), k into its cache slots and v into theirs (checked by check_append and
@@ -249,18 +277,12 @@ void rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cache, con
 template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
                              const kv_slots& slots) noexcept {
-  constexpr const char* fn = "rope_qk_append_kv";
   const auto tq = detail::make_target(q, q);
   const auto tk = detail::make_cache_target(k, k_cache);
   const auto tv = detail::make_cache_target(v, v_cache);
   detail::token_map map;
   index_t max_pos = -1;
-  POSENC_TRY(detail::check_append(fn, freq, tk, tv, pos, slots, map, max_pos));
-  POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(freq), pos, std::array<std::decay_t<decltype(tq)>, 1>{tq},
-                                     {"q", "q"}, max_pos));
-  POSENC_TRY(detail::check_same_tokens(fn, "q", tq.in.extent(0), tq.in.extent(1), "k", tk.in.extent(0), tk.in.extent(1)));
-  if (detail::spans_overlap(tq.out, tk.out) || detail::spans_overlap(tq.out, tv.out))
-    return detail::fail(fn, "q overlaps a cache");
+  POSENC_TRY(detail::check_append("rope_qk_append_kv", freq, &tq, tk, tv, pos, slots, map, max_pos));
   if (max_pos < 0) return {};
   detail::run_append(freq, &tq, tk, tv, pos, map);
   return {};

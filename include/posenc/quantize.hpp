@@ -89,22 +89,31 @@ inline status check_scales_out(const char* fn, const char* name, const quant_spe
   return {};
 }
 
-/// Every token of `in` rotated (K: freq not null) or widened (V) into float scratch rows, then quantised into
-/// its output rows through `map`: one kernel call (detail/kernels/quant-inl.hpp).
-template <class F, class In, class Code>
-void run_quantized(const F* freq, const strided_view<const In, 4>& in, const positions& pos, const quant_spec& q,
-                   const strided_view<Code, 4>& out, const strided_view<float, 3>& scales, const token_map& map) {
-  const quant_params qp{q.format, q.scales, q.scale_stride, q.dynamic() ? scales.data() : nullptr,
-                        {scales.stride(0), scales.stride(1), scales.stride(2)}};
+/// One tensor of a quantising call as the kernel takes it: codes as bytes (int8 codes are their bytes).
+template <class In, class Code>
+quant_leg<In> make_quant_leg(const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const quant_spec& q,
+                             const strided_view<float, 3>& scales) {
+  const strided_view<std::uint8_t, 4> bytes(reinterpret_cast<std::uint8_t*>(out.data()), out.extents(), out.strides());
+  return {in, bytes,
+          quant_params{q.format, q.scales, q.scale_stride, q.dynamic() ? scales.data() : nullptr,
+                       {scales.stride(0), scales.stride(1), scales.stride(2)}}};
+}
+
+/// Every token of `first` rotated (K: freq not null) or widened (V) into float scratch rows, and of `second`
+/// (V, unless empty) widened, each quantised into its output rows through `map`: one kernel call, one pass per
+/// token (detail/kernels/quant-inl.hpp).
+template <class F, class In>
+void run_quantized(const F* freq, const quant_leg<In>& first, const quant_leg<In>& second, const positions& pos,
+                   const token_map& map) {
   // The source is made canonical here: the kernel list's run_ forms map values, not what a pointer points to.
   using S = std::decay_t<decltype(canonical(source_of(*freq)))>;
   if (freq == nullptr) {
-    run_rope_quant_rows(static_cast<const S*>(nullptr), pos, rope_style::half_split, 0, 0, in, out, map, qp);
+    run_rope_quant_rows(static_cast<const S*>(nullptr), pos, rope_style::half_split, 0, 0, first, second, map);
     return;
   }
   const S src = canonical(source_of(*freq));
   const rope_geometry g = geom_of(*freq);
-  run_rope_quant_rows(&src, pos, g.style, g.rotary_offset, g.pairs(), in, out, map, qp);
+  run_rope_quant_rows(&src, pos, g.style, g.rotary_offset, g.pairs(), first, second, map);
 }
 
 template <class I, class Code>
@@ -147,7 +156,8 @@ status try_apply_rope_quantized(const F& freq, X&& in, const strided_view<Code, 
   if (detail::spans_overlap(cin, scales)) return detail::fail(fn, "scales overlaps in");
   if (detail::spans_overlap(codes, scales)) return detail::fail(fn, "scales overlaps codes");
   if (max_pos < 0) return {};
-  detail::run_quantized(&freq, cin, pos, spec, codes, scales, detail::token_map{});
+  detail::run_quantized(&freq, detail::make_quant_leg(cin, codes, spec, scales), detail::quant_leg<I>{}, pos,
+                        detail::token_map{});
   return {};
 }
 template <class F, class X, class Code, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
@@ -183,8 +193,17 @@ status try_rope_append_kv_quantized(const F& freq, K&& k, V&& v, const strided_v
       detail::spans_overlap(v_scales, tv.out) || detail::spans_overlap(k_scales, tk.in) || detail::spans_overlap(v_scales, tv.in))
     return detail::fail(fn, "a scales output overlaps a cache or an input");
   if (max_pos < 0) return {};
-  detail::run_quantized(&freq, tk.in, pos, k_spec, tk.out, k_scales, map);
-  detail::run_quantized<F>(nullptr, tv.in, pos, v_spec, tv.out, v_scales, map);
+  const auto kl = detail::make_quant_leg(tk.in, tk.out, k_spec, k_scales);
+  const auto vl = detail::make_quant_leg(tv.in, tv.out, v_spec, v_scales);
+  using KI = std::remove_const_t<typename decltype(tk.in)::element_type>;
+  using VI = std::remove_const_t<typename decltype(tv.in)::element_type>;
+  if constexpr (std::is_same_v<detail::canonical_of_t<KI>, detail::canonical_of_t<VI>>) {
+    // K and V of a token in one pass (they sit side by side in a fused QKV buffer).
+    detail::run_quantized(&freq, detail::canonical(kl), detail::canonical(vl), pos, map);
+  } else {
+    detail::run_quantized(&freq, kl, detail::quant_leg<KI>{}, pos, map);
+    detail::run_quantized<F>(nullptr, vl, detail::quant_leg<VI>{}, pos, map);
+  }
   return {};
 }
 template <class F, class K, class V, class KCode, class VCode, class = std::enable_if_t<detail::is_rope_freq_v<F>>>

@@ -85,8 +85,8 @@
   POSENC_I_APPEND_SOURCE(table_src<double>, E) POSENC_I_APPEND_SOURCE(table_src<f16_storage>, E)   \
   POSENC_I_APPEND_SOURCE(table_src<bf16_storage>, E)
 
-// rope_quant_rows: K (a plan, a cache or a table) and V (the same entry with a null source) into 8-bit codes.
-#define POSENC_I_QUANT(In, E, Src) template struct E<Src, In, std::int8_t>; template struct E<Src, In, std::uint8_t>;
+// rope_quant_rows: K (a plan, a cache or a table) with or without V, or V alone (a null source), into 8-bit codes.
+#define POSENC_I_QUANT(In, E, Src) template struct E<Src, In>;
 #define POSENC_I_QUANT_SOURCE(Src, E) POSENC_EACH_STORAGE_A(POSENC_I_QUANT, E, Src)
 #define POSENC_INST_QUANT_ROWS(E)                                                                      \
   POSENC_I_QUANT_SOURCE(angle_src, E) POSENC_I_QUANT_SOURCE(table_src<float>, E)                   \

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 
 #include "posenc/config.hpp"
@@ -38,15 +39,25 @@ inline bool add_overflows(index_t a, index_t b, index_t& r) noexcept {
 #endif
 }
 
-/// Whether check_view accepts `v`, decided in one pass without early exits or a status: a decode call checks
-/// several views, and most are valid. The sizes are estimated in double (relative error below 2^-50), against
-/// 2^62: a view this clears fits int64 with room to spare, and one near the limit goes to check_view's exact
-/// rule-by-rule pass (so may a valid one, which that pass then accepts).
+/// A view's validity as check_view decides it and its byte range [lo, hi) (lo == hi when empty or invalid),
+/// formed in one pass without early exits or a status: a decode call checks five views and the overlaps of
+/// seven pairs of them, and most calls are valid. The sizes are estimated in double (relative error below
+/// 2^-50), against 2^62: a view this clears fits int64 with room to spare, and one near the limit goes to
+/// check_view's exact rule-by-rule pass (so may a valid one, which that pass then accepts).
+struct view_probe {
+  bool ok;
+  const char* lo;
+  const char* hi;
+  /// Whether the byte ranges of two probed views share a byte (never for an empty one).
+  bool overlaps(const view_probe& o) const noexcept { return lo < o.hi && o.lo < hi; }
+};
+
 template <class T, std::size_t R>
-bool view_ok(const strided_view<T, R>& v, bool output) {
+view_probe probe_view(const strided_view<T, R>& v, bool output) {
   index_t any = 0;  // the sign bit of any extent or stride
   bool empty = false, repeats = false;
   double count = 1.0, span = 1.0;
+  std::uint64_t reach = 0;  // wraps only for views that are not ok, whose range is not used
   for (std::size_t d = 0; d < R; ++d) {
     const index_t e = v.extent(d), s = v.stride(d);
     any |= e | s;
@@ -54,9 +65,19 @@ bool view_ok(const strided_view<T, R>& v, bool output) {
     repeats = repeats || (s == 0 && e > 1);
     count *= static_cast<double>(e);
     span += static_cast<double>(e - 1) * static_cast<double>(s);
+    reach += static_cast<std::uint64_t>(e - 1) * static_cast<std::uint64_t>(s);
   }
-  if (any < 0 || (output && repeats && !empty)) return false;
-  return empty || (v.data() != nullptr && count < 0x1p62 && span * static_cast<double>(sizeof(T)) < 0x1p62);
+  const auto* lo = reinterpret_cast<const char*>(v.data());
+  const bool ok = any >= 0 && !(output && repeats && !empty) &&
+                  (empty || (lo != nullptr && count < 0x1p62 && span * static_cast<double>(sizeof(T)) < 0x1p62));
+  const std::size_t bytes = ok && !empty ? static_cast<std::size_t>(reach + 1) * sizeof(T) : 0;
+  return {ok, lo, lo + bytes};
+}
+
+/// Whether check_view accepts `v` (probe_view's verdict).
+template <class T, std::size_t R>
+bool view_ok(const strided_view<T, R>& v, bool output) {
+  return probe_view(v, output).ok;
 }
 
 /// Extents and strides >= 0, non-null data when non-empty; an output must not write one element twice

@@ -80,6 +80,11 @@ auto canonical(const table_src<C>& s) {
   using D = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(s.cos))>>;
   return table_src<D>{canonical_ptr(s.cos), canonical_ptr(s.sin), s.row_stride, s.pair_stride, s.rows};
 }
+template <class In>
+auto canonical(const quant_leg<In>& g) {
+  using C = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(g.in.data()))>>;
+  return quant_leg<C>{canonical(g.in), g.out, g.q};
+}
 template <class S>
 auto canonical(const alibi_view_slopes<S>& s) {
   using D = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(s.data))>>;
@@ -124,13 +129,12 @@ const T& canonical(const T& x) {
   /* Rows 0 .. positions-1 of a rope_cache. */                                                                     \
   X(rope_cache_fill, (class C), (C), (const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin),      \
     (src, positions, pairs, cos, sin), POSENC_INST_EACH_TABLE)                                                      \
-  /* Every token of in rotated by src (K; null: V, only widened) and quantised into its 8-bit code rows */         \
-  /* through map (quant-inl.hpp). */                                                                                \
-  X(rope_quant_rows, (class Source, class In, class Code), (Source, In, Code),                                      \
+  /* Every token of `first` rotated by src (K; null: only widened, V) and of `second` (V, when present) */      \
+  /* widened, each quantised into its 8-bit code rows through map, one pass per token (quant-inl.hpp). */          \
+  X(rope_quant_rows, (class Source, class In), (Source, In),                                                        \
     (const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,                     \
-     const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,                  \
-     const quant_params& q),                                                                                        \
-    (src, pos, style, offset, pairs, in, out, map, q), POSENC_INST_QUANT_ROWS)                                     \
+     const quant_leg<In>& first, const quant_leg<In>& second, const token_map& map),                               \
+    (src, pos, style, offset, pairs, first, second, map), POSENC_INST_QUANT_ROWS)                                  \
   /* ALiBi bias written (Add false) or added into [N, H, Lq, Lk] scores (alibi-inl.hpp). */                        \
   X(alibi_rows, (bool Add, class T, class Slopes), (Add, T, Slopes),                                                \
     (std::bool_constant<Add> add, const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos,      \

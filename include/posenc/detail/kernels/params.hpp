@@ -179,6 +179,15 @@ struct quant_params {
   std::array<index_t, 3> scale_out_stride{};
 };
 
+/// One tensor of a quantising call: its (N, L, H, D) rows, their code rows (int8 codes as their bytes, fp8
+/// codes as they are) and how they scale. A leg whose `in` is empty is absent.
+template <class In>
+struct quant_leg {
+  strided_view<const In, 4> in;
+  strided_view<std::uint8_t, 4> out;
+  quant_params q;
+};
+
 // ---- additive encodings (sinusoidal, learned) -----------------------------------------------------------------
 
 /// An input/output pair of (N, L, D) views; in place when both address the same elements.

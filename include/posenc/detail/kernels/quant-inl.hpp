@@ -96,25 +96,34 @@ inline void quantize_row(quant_format fmt, bool checked, const float* x, index_t
 template <class D>
 index_t absmax_body(D d, const float* x, index_t n, float& m, bool& finite) {
   constexpr index_t W = vec_of<D>::width;
-  if (n < W) return 0;
-  auto acc = set1(d, 0.0f);
-  auto sum = set1(d, 0.0f);  // NaN or infinite when some x is (or, rarely, when finite values overflow it)
+  if (n < 2 * W) return 0;
+  // Two chains of each, so that a row's pass is bound by its loads rather than by a max's latency. A NaN lane
+  // keeps the max (the bound-second rule) and sets the sign bit of `nan`; an infinity becomes the max.
+  const auto abs_mask = set1_bits(d, 0x7fffffffu);
+  auto m0 = set1(d, 0.0f), m1 = m0;
+  auto nan0 = set1_bits(d, 0u), nan1 = nan0;
   index_t i = 0;
-  for (; i + W <= n; i += W) {
-    const auto v = load(d, x + i);
-    acc = max(and_bits(v, set1_bits(d, 0x7fffffffu)), acc);  // a NaN lane keeps acc (the bound-second rule)
-    sum = add(sum, v);
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const auto v0 = load(d, x + i), v1 = load(d, x + i + W);
+    m0 = max(and_bits(v0, abs_mask), m0);
+    m1 = max(and_bits(v1, abs_mask), m1);
+    nan0 = or_bits(nan0, nan_lanes(d, v0));
+    nan1 = or_bits(nan1, nan_lanes(d, v1));
   }
   alignas(64) float lanes[64];
-  store(acc, lanes);
-  for (index_t k = 0; k < W; ++k) m = lanes[k] > m ? lanes[k] : m;
-  store(sum, lanes);
-  for (index_t k = 0; k < W; ++k) finite = finite && std::isfinite(lanes[k]);
+  alignas(64) float nans[64];
+  store(max(m0, m1), lanes);
+  store(or_bits(nan0, nan1), nans);
+  for (index_t k = 0; k < W; ++k) {
+    m = lanes[k] > m ? lanes[k] : m;
+    finite = finite && !std::signbit(nans[k]);
+  }
+  finite = finite && m <= std::numeric_limits<float>::max();
   return i;
 }
 
-/// max |x[e]| over e < n, NaN ignored (math::int8_dynamic_scale's absmax); `finite` cleared when a value may not
-/// be finite.
+/// max |x[e]| over e < n, NaN ignored (math::int8_dynamic_scale's absmax); `finite` cleared when some x[e] is
+/// not finite.
 inline float absmax(const float* x, index_t n, bool& finite) {
   float m = 0.0f;
   finite = true;
@@ -126,66 +135,74 @@ inline float absmax(const float* x, index_t n, bool& finite) {
   return m;
 }
 
-/// Every token of `in` into its output rows of 8-bit codes through `map`: rotated by `src` first when it is
-/// not null (K; V is only widened), in groups of heads that fit the float scratch row. Dynamic int8 (scales
-/// null) writes each row's scale to scale_out + (o0, o1, h) strides; given scales are read per head.
-/// Validated by the public entry.
-template <class Source, class In, class Code>
+/// One token's rows of one leg, (n, l) into its code rows at (o0, o1): rotated by `rows` first (K) or, with
+/// rows null, only widened (V), in groups of heads that fit the float scratch row, then quantised row by row.
+/// Dynamic int8 (scales null) writes each row's scale to scale_out at (o0, o1, h); given scales are read per head.
+template <class Rows, class In>
+void quant_token(Rows* rows, const quant_leg<In>& g, index_t p, index_t n, index_t l, index_t o0, index_t o1,
+                 index_t offset, index_t pairs, float* scratch) {
+  const index_t heads = g.in.extent(2);
+  const index_t dim = g.in.extent(3);
+  const index_t group = quant_scratch / dim < heads ? quant_scratch / dim : heads;
+  const quant_params& q = g.q;
+  for (index_t h0 = 0; h0 < heads; h0 += group) {
+    const index_t hn = group < heads - h0 ? group : heads - h0;
+    const In* x = &g.in(n, l, h0, 0);
+    // V of float, contiguous: quantised straight from the input (no copy into the scratch).
+    bool direct = false;
+    if constexpr (!std::is_same_v<Rows, std::nullptr_t>) {
+      // K: the group's rows rotated into the scratch (features outside the window copied).
+      copy_outside_window(x, g.in.stride(2), g.in.stride(3), scratch, dim, index_t{1}, hn, dim, offset, pairs);
+      for (index_t b = 0; b < pairs; b += rope_chunk) {
+        const index_t e = b + rope_chunk < pairs ? b + rope_chunk : pairs;
+        rows->at(p, b, e);
+        rows->rotate(0, x + offset * g.in.stride(3), g.in.stride(2), g.in.stride(3), scratch + offset, dim, index_t{1}, hn,
+                     pairs, b, e);
+      }
+    } else {
+      if constexpr (std::is_same_v<In, float>) direct = g.in.stride(3) == 1;
+      if (!direct)
+        for (index_t h = 0; h < hn; ++h) copy_span(x + h * g.in.stride(2), g.in.stride(3), scratch + h * dim, index_t{1}, dim);
+    }
+    for (index_t h = 0; h < hn; ++h) {
+      const float* r = scratch + h * dim;
+      if constexpr (std::is_same_v<In, float>) {
+        if (direct) r = x + h * g.in.stride(2);
+      }
+      float scale = 0.0f;
+      bool checked = true;
+      if (q.scales == nullptr) {
+        bool finite = true;
+        scale = math::int8_dynamic_scale(absmax(r, dim, finite));
+        q.scale_out[o0 * q.scale_out_stride[0] + o1 * q.scale_out_stride[1] + (h0 + h) * q.scale_out_stride[2]] = scale;
+        // |x * inv| <= 127 (1 + 2^-22) when the scale is normal; a subnormal one lost the precision that needs.
+        checked = !(finite && (scale == 0.0f || scale >= std::numeric_limits<float>::min()));
+      } else {
+        scale = q.scales[(h0 + h) * q.scale_stride];
+      }
+      quantize_row(q.format, checked, r, dim, math::quant_inverse_scale(scale), &g.out(o0, o1, h0 + h, 0), g.out.stride(3));
+    }
+  }
+}
+
+/// Every token of `first` rotated by `src` (K; src null: only widened, V) and of `second` (V; absent when its
+/// input is empty) widened, each into its 8-bit code rows through `map`: K and V of a token in one pass, as
+/// append_rows does (they sit side by side in a fused QKV buffer). Validated by the public entry.
+template <class Source, class In>
 void rope_quant_rows(target, const Source* src, const positions& pos, rope_style style, index_t offset, index_t pairs,
-                     const strided_view<const In, 4>& in, const strided_view<Code, 4>& out, const token_map& map,
-                     const quant_params& q) {
+                     const quant_leg<In>& first, const quant_leg<In>& second, const token_map& map) {
   using A = rope_acc_t<Source, In, float>;
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): every row is written before it is read
   alignas(64) float scratch[quant_scratch];
-  const index_t heads = in.extent(2);
-  const index_t dim = in.extent(3);
-  const index_t group = quant_scratch / dim < heads ? quant_scratch / dim : heads;
-  // K: the group's rows rotated into the scratch (features outside the window copied).
-  const auto rotate_group = [&](auto& rows, index_t p, const In* x, index_t hn) {
-    copy_outside_window(x, in.stride(2), in.stride(3), scratch, dim, index_t{1}, hn, dim, offset, pairs);
-    for (index_t b = 0; b < pairs; b += rope_chunk) {
-      const index_t e = b + rope_chunk < pairs ? b + rope_chunk : pairs;
-      rows.at(p, b, e);
-      rows.rotate(0, x + offset * in.stride(3), in.stride(2), in.stride(3), scratch + offset, dim, index_t{1}, hn, pairs, b, e);
-    }
-  };
+  const bool with_second = !second.in.empty();
   const auto run = [&](auto* rows) {
-    for (index_t l = 0; l < in.extent(1); ++l)
-      for (index_t n = 0; n < in.extent(0); ++n) {
+    for (index_t l = 0; l < first.in.extent(1); ++l)
+      for (index_t n = 0; n < first.in.extent(0); ++n) {
         index_t o0 = 0, o1 = 0;
         if (!map.at(n, l, o0, o1)) continue;
-        for (index_t h0 = 0; h0 < heads; h0 += group) {
-          const index_t hn = group < heads - h0 ? group : heads - h0;
-          const In* x = &in(n, l, h0, 0);
-          // V of float, contiguous: quantised straight from the input (no copy into the scratch).
-          bool direct = false;
-          if constexpr (!std::is_same_v<std::remove_pointer_t<decltype(rows)>, std::nullptr_t>) {
-            rotate_group(*rows, pos.at(n, l), x, hn);
-          } else if constexpr (std::is_same_v<In, float>) {
-            direct = in.stride(3) == 1;
-          }
-          if (!direct && std::is_same_v<std::remove_pointer_t<decltype(rows)>, std::nullptr_t>)
-            for (index_t h = 0; h < hn; ++h) copy_span(x + h * in.stride(2), in.stride(3), scratch + h * dim, index_t{1}, dim);
-          for (index_t h = 0; h < hn; ++h) {
-            const float* r = scratch + h * dim;
-            if constexpr (std::is_same_v<In, float>) {
-              if (direct) r = x + h * in.stride(2);
-            }
-            float scale = 0.0f;
-            bool checked = true;
-            if (q.scales == nullptr) {
-              bool finite = true;
-              scale = math::int8_dynamic_scale(absmax(r, dim, finite));
-              q.scale_out[o0 * q.scale_out_stride[0] + o1 * q.scale_out_stride[1] + (h0 + h) * q.scale_out_stride[2]] = scale;
-              // |x * inv| <= 127 (1 + 2^-22) when the scale is normal; a subnormal one lost the precision that needs.
-              checked = !(finite && (scale == 0.0f || scale >= std::numeric_limits<float>::min()));
-            } else {
-              scale = q.scales[(h0 + h) * q.scale_stride];
-            }
-            quantize_row(q.format, checked, r, dim, math::quant_inverse_scale(scale),
-                         reinterpret_cast<std::uint8_t*>(&out(o0, o1, h0 + h, 0)), out.stride(3));
-          }
-        }
+        const index_t p = rows != nullptr ? pos.at(n, l) : 0;
+        quant_token(rows, first, p, n, l, o0, o1, offset, pairs, scratch);
+        if (with_second) quant_token(static_cast<std::nullptr_t*>(nullptr), second, p, n, l, o0, o1, offset, pairs, scratch);
       }
   };
   if (src != nullptr) {
