@@ -10,7 +10,7 @@
 # Usage: bash scripts/run_tests.sh [build-dir-prefix]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh clang libclang-rt-14-dev libsimde-dev libbenchmark-dev qemu-user
+bash scripts/install_deps.sh gcc clang libclang-rt-14-dev libsimde-dev libbenchmark-dev qemu-user rustc
 prefix=${1:-build/tests}
 # allocator_may_return_null: the tests ask for impossible sizes on purpose and expect out_of_memory statuses,
 # which ASan's allocator would otherwise turn into a report. Every sanitizer finding fails the test.
@@ -38,6 +38,8 @@ for cxx in clang++ g++; do
   # public header on its own (in both modes), g++ runs the packaging tests (install, find_package, pkg-config,
   # add_subdirectory, mixed flags) and the emulated old CPUs (qemu-x86_64: the golden suites as a Nehalem, the
   # mixed-flags program as Nehalem and SandyBridge), which the clang job leaves out.
+  # Both build libposenc (the C API): clang runs its C consumer under the sanitizers, g++ the ctypes and Rust
+  # consumers and the installed C route (pkg-config, find_package) as well.
   emulation=OFF bench=ON separate=OFF opt="-O2 -DNDEBUG" headers=OFF exclude='^$' old_cpus=ON sanitize=""
   [ "$cxx" = clang++ ] && emulation=ON bench=OFF separate=ON opt="-O3 -DNDEBUG" headers=ON exclude='^package\.' \
     old_cpus=OFF sanitize=address,undefined
@@ -47,7 +49,8 @@ for cxx in clang++ g++; do
   CXX=$cxx cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="$opt" -DPOSENC_WERROR=ON \
     -DPOSENC_BUILD_TESTS=ON -DPOSENC_BUILD_EXAMPLES=ON -DPOSENC_TEST_EMULATION=$emulation \
     -DPOSENC_BUILD_BENCHMARKS=$bench -DPOSENC_BENCH_NATIVE=OFF -DPOSENC_TEST_SEPARATE_COMPILATION=$separate \
-    -DPOSENC_TEST_HEADERS=$headers -DPOSENC_TEST_EMULATED_CPUS=$old_cpus \
+    -DPOSENC_TEST_HEADERS=$headers -DPOSENC_TEST_EMULATED_CPUS=$old_cpus -DPOSENC_BUILD_C_API=ON \
+    -DPOSENC_TEST_C_CONSUMERS=$([ -z "$sanitize" ] && echo ON || echo OFF) \
     -DPOSENC_SANITIZE="$sanitize"
   cmake --build "$build" -j "$(nproc)"
   run_ctest "$build" "$cxx" -E "$exclude"

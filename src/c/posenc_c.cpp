@@ -1,0 +1,728 @@
+// posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
+//
+// The C API (include/posenc/c/posenc.h) over the C++ try_ forms: each entry turns its descriptors into views of
+// the dtypes they name, calls the noexcept C++ function and maps its status; nothing is written on a rejected
+// call (the C++ functions check everything first). Compiled with the kernels of posenc/src.hpp
+// (POSENC_SEPARATE_COMPILATION) into libposenc, whose only exported symbols are the posenc_ functions.
+#include "posenc/c/posenc.h"
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "posenc/alibi.hpp"
+#include "posenc/dispatch.hpp"
+#include "posenc/io/gguf.hpp"
+#include "posenc/kv_cache.hpp"
+#include "posenc/rope.hpp"
+#include "posenc/rope_ops.hpp"
+#include "posenc/sinusoidal.hpp"
+#include "posenc/t5_bias.hpp"
+#include "posenc/xpos.hpp"
+#if defined(POSENC_C_HAS_HF)
+#include "posenc/io/hf_config.hpp"
+#endif
+
+struct posenc_rope_plan {
+  posenc::rope_plan plan;
+};
+struct posenc_rope_cache {
+  // One of the two, by the dtype it was created with.
+  posenc::rope_cache<float> f32;
+  posenc::rope_cache<double> f64;
+  bool is_double = false;
+};
+struct posenc_model_config {
+  posenc::rope_config config;
+  posenc::index_t num_heads = 0;
+  posenc::index_t num_kv_heads = 0;
+  posenc::index_t max_positions = 0;
+};
+
+namespace {
+
+using posenc::index_t;
+using posenc::status;
+namespace pd = posenc::detail;
+
+thread_local std::string last_message;
+
+posenc_status code_of(posenc::errc c) {
+  switch (c) {
+    case posenc::errc::ok: return POSENC_OK;
+    case posenc::errc::invalid_argument: return POSENC_INVALID_ARGUMENT;
+    case posenc::errc::invalid_file: return POSENC_INVALID_FILE;
+    case posenc::errc::io_error: return POSENC_IO_ERROR;
+    case posenc::errc::out_of_memory: return POSENC_OUT_OF_MEMORY;
+    case posenc::errc::device_error: break;
+  }
+  return POSENC_INTERNAL_ERROR;
+}
+
+/// Records the outcome of a call for posenc_last_error and returns its code.
+posenc_status finish(const status& s) {
+  try {
+    last_message.assign(s.message().data(), s.message().size());
+  } catch (...) {
+    last_message.clear();  // the code still says what happened
+  }
+  return code_of(s.code());
+}
+
+/// Runs an entry's body: its status, or a code for anything thrown (an allocation of the C layer itself).
+template <class F>
+posenc_status guarded(const char* fn, F&& body) noexcept {
+  try {
+    return finish(std::forward<F>(body)());
+  } catch (const std::bad_alloc&) {
+    return finish(pd::out_of_memory(fn));
+  } catch (...) {
+    return finish(pd::fail_with(posenc::errc::device_error, fn, "unexpected C++ exception"));
+  }
+}
+
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
+/// Calls f(type_tag<T>) for the element type a posenc_dtype names.
+template <class F>
+status with_dtype(const char* fn, const char* name, int32_t dtype, F&& f) {
+  switch (dtype) {
+    case POSENC_F32: return f(type_tag<float>{});
+    case POSENC_F64: return f(type_tag<double>{});
+    case POSENC_F16: return f(type_tag<pd::f16_storage>{});
+    case POSENC_BF16: return f(type_tag<pd::bf16_storage>{});
+    default: return pd::fail(fn, name, " dtype=", dtype, " is not a posenc_dtype (1 f32, 2 f64, 3 f16, 4 bf16)");
+  }
+}
+
+/// The descriptor's shape, checked for what every call needs (not null, its struct size, the rank the call
+/// takes); extents, strides and data are the C++ checks' to judge.
+template <std::size_t R>
+status shape_of(const char* fn, const char* name, const posenc_tensor* t, const char* dims,
+                std::array<index_t, R>& extents, std::array<index_t, R>& strides) {
+  if (t == nullptr) return pd::fail(fn, name, " is null");
+  if (t->struct_size < sizeof(posenc_tensor))
+    return pd::fail(fn, name, ".struct_size=", t->struct_size, " is less than sizeof(posenc_tensor)=", sizeof(posenc_tensor));
+  if (t->rank != static_cast<int32_t>(R))
+    return pd::fail(fn, name, " has rank ", t->rank, "; this call takes rank ", R, " ", dims);
+  for (std::size_t d = 0; d < R; ++d) {
+    extents[d] = t->shape[d];
+    strides[d] = t->strides[d];
+  }
+  return {};
+}
+
+/// Calls f(strided_view<T, R>) with T the descriptor's dtype (const T when Const).
+template <std::size_t R, bool Const, class F>
+status with_view(const char* fn, const char* name, const posenc_tensor* t, const char* dims, F&& f) {
+  std::array<index_t, R> e{}, s{};
+  POSENC_TRY(shape_of<R>(fn, name, t, dims, e, s));
+  return with_dtype(fn, name, t->dtype, [&](auto tag) {
+    using T = std::conditional_t<Const, const typename decltype(tag)::type, typename decltype(tag)::type>;
+    return f(posenc::strided_view<T, R>(static_cast<T*>(t->data), e, s));
+  });
+}
+
+/// The view of a descriptor already checked by shape_of, as T (the caller has matched T to its dtype).
+template <class T, std::size_t R>
+posenc::strided_view<T, R> view_as(const posenc_tensor* t) {
+  std::array<index_t, R> e{}, s{};
+  for (std::size_t d = 0; d < R; ++d) {
+    e[d] = t->shape[d];
+    s[d] = t->strides[d];
+  }
+  return posenc::strided_view<T, R>(static_cast<T*>(t->data), e, s);
+}
+
+/// Checks that the descriptors `others` have `first`'s dtype (a call that takes one element type for them).
+inline status same_dtype(const char* fn, const char* name, const posenc_tensor* t, const char* first_name,
+                         const posenc_tensor* first) {
+  if (t->dtype != first->dtype)
+    return pd::fail(fn, name, " dtype=", t->dtype, " must be ", first_name, "'s dtype=", first->dtype);
+  return {};
+}
+
+template <class T>
+status struct_size_ok(const char* fn, const char* name, const T* p) {
+  if (p == nullptr) return pd::fail(fn, name, " is null");
+  if (p->struct_size < sizeof(T))
+    return pd::fail(fn, name, ".struct_size=", p->struct_size, " is less than sizeof=", sizeof(T), " (use the _init function)");
+  return {};
+}
+
+status positions_of(const char* fn, const posenc_positions* p, posenc::positions& out) {
+  POSENC_TRY(struct_size_ok(fn, "positions", p));
+  if (p->index_type != POSENC_I64 && p->index_type != POSENC_I32)
+    return pd::fail(fn, "positions.index_type=", p->index_type, " is not a posenc_index_type");
+  const bool i64 = p->index_type == POSENC_I64;
+  const auto* v64 = static_cast<const std::int64_t*>(p->values);
+  const auto* v32 = static_cast<const std::int32_t*>(p->values);
+  switch (p->kind) {
+    case POSENC_POS_OFFSET: out = posenc::positions::offset(p->offset); return {};
+    case POSENC_POS_PER_SEQUENCE:
+      out = i64 ? posenc::positions::per_sequence(v64, p->batch) : posenc::positions::per_sequence(v32, p->batch);
+      return {};
+    case POSENC_POS_PER_TOKEN:
+      out = i64 ? posenc::positions::per_token(v64, p->batch, p->length, p->row_stride)
+                : posenc::positions::per_token(v32, p->batch, p->length, p->row_stride);
+      return {};
+    default: return pd::fail(fn, "positions.kind=", p->kind, " is not a posenc_positions_kind");
+  }
+}
+
+/// Calls f(source) with the plan or the cache (exactly one given).
+template <class F>
+status with_source(const char* fn, const posenc_rope_plan* plan, const posenc_rope_cache* cache, F&& f) {
+  if ((plan == nullptr) == (cache == nullptr))
+    return pd::fail(fn, "give exactly one of plan and cache (", plan ? "both" : "neither", " given)");
+  if (plan != nullptr) return f(plan->plan);
+  if (cache->is_double) return f(cache->f64);
+  return f(cache->f32);
+}
+
+constexpr const char* nlhd = "(N, L, H, D)";
+
+status rope_config_of(const char* fn, const posenc_rope_config* c, posenc::rope_config& cfg) {
+  POSENC_TRY(struct_size_ok(fn, "config", c));
+  if (c->style != POSENC_ROPE_INTERLEAVED && c->style != POSENC_ROPE_HALF_SPLIT)
+    return pd::fail(fn, "config.style=", c->style, " is not a posenc_rope_style");
+  cfg.head_dim = c->head_dim;
+  cfg.rotary_dim = c->rotary_dim;
+  cfg.rotary_offset = c->rotary_offset;
+  cfg.style = c->style == POSENC_ROPE_INTERLEAVED ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+  cfg.base = c->base;
+  posenc::rope_scaling& s = cfg.scaling;
+  using st = posenc::rope_scaling_type;
+  switch (c->scaling) {
+    case POSENC_SCALING_NONE: s.type = st::none; break;
+    case POSENC_SCALING_LINEAR: s.type = st::linear; break;
+    case POSENC_SCALING_NTK: s.type = st::ntk; break;
+    case POSENC_SCALING_DYNAMIC_NTK: s.type = st::dynamic_ntk; break;
+    case POSENC_SCALING_YARN: s.type = st::yarn; break;
+    case POSENC_SCALING_DEEPSEEK_YARN: s.type = st::deepseek_yarn; break;
+    case POSENC_SCALING_LLAMA3: s.type = st::llama3; break;
+    case POSENC_SCALING_LONGROPE: s.type = st::longrope; break;
+    default: return pd::fail(fn, "config.scaling=", c->scaling, " is not a posenc_rope_scaling");
+  }
+  switch (c->policy) {
+    case POSENC_POLICY_PER_LENGTH: break;
+    case POSENC_POLICY_FIXED_AT_MAX:
+      if (s.type != st::dynamic_ntk) return pd::fail(fn, "config.policy fixed_at_max is for dynamic NTK only");
+      s.ntk_policy = posenc::dynamic_ntk_policy::fixed_at_max;
+      break;
+    case POSENC_POLICY_PAST_ORIGINAL:
+    case POSENC_POLICY_ALWAYS_SHORT:
+    case POSENC_POLICY_ALWAYS_LONG:
+      if (s.type != st::longrope) return pd::fail(fn, "config.policy=", c->policy, " is for LongRoPE only");
+      s.long_policy = c->policy == POSENC_POLICY_PAST_ORIGINAL   ? posenc::longrope_policy::past_original
+                      : c->policy == POSENC_POLICY_ALWAYS_SHORT ? posenc::longrope_policy::always_short
+                                                                : posenc::longrope_policy::always_long;
+      break;
+    default: return pd::fail(fn, "config.policy=", c->policy, " is not a posenc_length_policy");
+  }
+  s.factor = c->factor;
+  s.original_max_positions = c->original_max_positions;
+  s.beta_fast = c->beta_fast;
+  s.beta_slow = c->beta_slow;
+  s.truncate = c->truncate != 0;
+  s.mscale = c->mscale;
+  s.mscale_all_dim = c->mscale_all_dim;
+  if (c->attention_factor != 0.0) s.attention_factor = c->attention_factor;
+  s.low_freq_factor = c->low_freq_factor;
+  s.high_freq_factor = c->high_freq_factor;
+  if (c->longrope_factor_count < 0)
+    return pd::fail(fn, "config.longrope_factor_count=", c->longrope_factor_count, " must be >= 0");
+  if (c->longrope_factor_count > 0) {
+    if (c->short_factor == nullptr || c->long_factor == nullptr)
+      return pd::fail(fn, "config.short_factor and long_factor must not be null with longrope_factor_count > 0");
+    s.short_factor.assign(c->short_factor, c->short_factor + c->longrope_factor_count);
+    s.long_factor.assign(c->long_factor, c->long_factor + c->longrope_factor_count);
+  }
+  if (c->freq_factor_count < 0) return pd::fail(fn, "config.freq_factor_count=", c->freq_factor_count, " must be >= 0");
+  if (c->freq_factor_count > 0) {
+    if (c->freq_factors == nullptr) return pd::fail(fn, "config.freq_factors is null with freq_factor_count > 0");
+    cfg.freq_factors.assign(c->freq_factors, c->freq_factors + c->freq_factor_count);
+  }
+  return {};
+}
+
+status alibi_config_of(const char* fn, const posenc_alibi_config* c, posenc::alibi_config& cfg) {
+  POSENC_TRY(struct_size_ok(fn, "config", c));
+  if (c->form != POSENC_ALIBI_LINEAR && c->form != POSENC_ALIBI_SYMMETRIC)
+    return pd::fail(fn, "config.form=", c->form, " is not a posenc_alibi_form");
+  cfg.num_heads = c->num_heads;
+  cfg.max_bias = c->max_bias;
+  cfg.head_begin = c->head_begin;
+  cfg.head_end = c->head_end;
+  cfg.form = c->form == POSENC_ALIBI_LINEAR ? posenc::alibi_form::linear : posenc::alibi_form::symmetric;
+  return {};
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* posenc_version(void) { return POSENC_VERSION_STRING; }
+int posenc_c_api_version(void) { return 1; }
+const char* posenc_active_isa(void) { return posenc::isa_name(posenc::active_isa()); }
+
+const char* posenc_status_name(posenc_status s) {
+  switch (s) {
+    case POSENC_OK: return "ok";
+    case POSENC_INVALID_ARGUMENT: return "invalid_argument";
+    case POSENC_INVALID_FILE: return "invalid_file";
+    case POSENC_IO_ERROR: return "io_error";
+    case POSENC_OUT_OF_MEMORY: return "out_of_memory";
+    case POSENC_INTERNAL_ERROR: return "internal_error";
+  }
+  return "unknown";
+}
+
+size_t posenc_last_error(char* buf, size_t size) {
+  const std::string& m = last_message;
+  if (buf != nullptr && size > 0) {
+    const std::size_t n = m.size() < size - 1 ? m.size() : size - 1;
+    std::memcpy(buf, m.data(), n);
+    buf[n] = '\0';
+  }
+  return m.size();
+}
+
+posenc_tensor posenc_tensor_contiguous(void* data, posenc_dtype dtype, int32_t rank, const int64_t* shape) {
+  posenc_tensor t;
+  std::memset(&t, 0, sizeof t);
+  t.struct_size = sizeof(posenc_tensor);
+  t.dtype = dtype;
+  t.rank = rank;
+  t.data = data;
+  if (rank < 1 || rank > POSENC_MAX_RANK || shape == nullptr) return t;  // the call using it rejects the rank
+  int64_t s = 1;
+  for (int32_t d = rank; d-- > 0;) {
+    t.shape[d] = shape[d];
+    t.strides[d] = s;
+    s *= shape[d] > 0 ? shape[d] : 1;
+  }
+  return t;
+}
+
+posenc_positions posenc_positions_offset(int64_t offset) {
+  posenc_positions p;
+  std::memset(&p, 0, sizeof p);
+  p.struct_size = sizeof(posenc_positions);
+  p.kind = POSENC_POS_OFFSET;
+  p.offset = offset;
+  p.row_stride = -1;
+  return p;
+}
+posenc_positions posenc_positions_per_sequence(const void* starts, posenc_index_type type, int64_t batch) {
+  posenc_positions p = posenc_positions_offset(0);
+  p.kind = POSENC_POS_PER_SEQUENCE;
+  p.index_type = type;
+  p.values = starts;
+  p.batch = batch;
+  return p;
+}
+posenc_positions posenc_positions_per_token(const void* ids, posenc_index_type type, int64_t batch, int64_t length,
+                                            int64_t row_stride) {
+  posenc_positions p = posenc_positions_per_sequence(ids, type, batch);
+  p.kind = POSENC_POS_PER_TOKEN;
+  p.length = length;
+  p.row_stride = row_stride;
+  return p;
+}
+
+void posenc_rope_config_init(posenc_rope_config* c) {
+  if (c == nullptr) return;
+  std::memset(c, 0, sizeof *c);
+  c->struct_size = sizeof(posenc_rope_config);
+  c->style = POSENC_ROPE_HALF_SPLIT;
+  c->base = 10000.0;
+  c->factor = 1.0;
+  c->beta_fast = 32.0;
+  c->beta_slow = 1.0;
+  c->truncate = 1;
+  c->low_freq_factor = 1.0;
+  c->high_freq_factor = 4.0;
+}
+
+posenc_status posenc_rope_plan_create(const posenc_rope_config* config, int64_t seq_len, posenc_rope_plan** out) {
+  constexpr const char* fn = "rope_plan_create";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    posenc::rope_config cfg;
+    POSENC_TRY(rope_config_of(fn, config, cfg));
+    posenc::rope_plan plan;
+    POSENC_TRY(posenc::try_make_rope_plan(cfg, seq_len, plan));
+    *out = new posenc_rope_plan{std::move(plan)};
+    return {};
+  });
+}
+void posenc_rope_plan_destroy(posenc_rope_plan* plan) { delete plan; }
+int64_t posenc_rope_plan_head_dim(const posenc_rope_plan* p) { return p ? p->plan.head_dim() : 0; }
+int64_t posenc_rope_plan_rotary_dim(const posenc_rope_plan* p) { return p ? p->plan.rotary_dim() : 0; }
+int32_t posenc_rope_plan_style(const posenc_rope_plan* p) {
+  return p && p->plan.style() == posenc::rope_style::interleaved ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALF_SPLIT;
+}
+double posenc_rope_plan_magnitude(const posenc_rope_plan* p) { return p ? p->plan.magnitude() : 0.0; }
+double posenc_rope_plan_logit_scale(const posenc_rope_plan* p) { return p ? p->plan.logit_scale() : 0.0; }
+posenc_status posenc_rope_plan_inv_freq(const posenc_rope_plan* p, double* out, int64_t count) {
+  constexpr const char* fn = "rope_plan_inv_freq";
+  return guarded(fn, [&]() -> status {
+    if (p == nullptr) return pd::fail(fn, "plan is null");
+    if (count != p->plan.pairs()) return pd::fail(fn, "count=", count, " must be the plan's pairs R/2=", p->plan.pairs());
+    if (count > 0 && out == nullptr) return pd::fail(fn, "out is null");
+    for (index_t i = 0; i < count; ++i) out[i] = p->plan.inv_freq()[static_cast<std::size_t>(i)];
+    return {};
+  });
+}
+
+posenc_status posenc_rope_cache_create(const posenc_rope_plan* plan, int64_t max_positions, posenc_dtype dtype,
+                                       posenc_rope_cache** out) {
+  constexpr const char* fn = "rope_cache_create";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (plan == nullptr) return pd::fail(fn, "plan is null");
+    if (dtype != POSENC_F32 && dtype != POSENC_F64)
+      return pd::fail(fn, "dtype=", static_cast<int>(dtype), ": a cache holds POSENC_F32 or POSENC_F64");
+    auto c = std::make_unique<posenc_rope_cache>();
+    c->is_double = dtype == POSENC_F64;
+    if (c->is_double) {
+      POSENC_TRY(posenc::rope_cache<double>::try_create(plan->plan, max_positions, c->f64));
+    } else {
+      POSENC_TRY(posenc::rope_cache<float>::try_create(plan->plan, max_positions, c->f32));
+    }
+    *out = c.release();
+    return {};
+  });
+}
+void posenc_rope_cache_destroy(posenc_rope_cache* cache) { delete cache; }
+int64_t posenc_rope_cache_max_positions(const posenc_rope_cache* c) {
+  if (c == nullptr) return 0;
+  return c->is_double ? c->f64.max_positions() : c->f32.max_positions();
+}
+
+posenc_status posenc_model_config_read_hf(const char* path, posenc_model_config** out) {
+  constexpr const char* fn = "model_config_read_hf";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (path == nullptr) return pd::fail(fn, "path is null");
+#if defined(POSENC_C_HAS_HF)
+    posenc::hf_rope_info info;
+    POSENC_TRY(posenc::try_rope_config_from_hf_file(path, info));
+    *out = new posenc_model_config{info.config, info.num_attention_heads, info.num_key_value_heads,
+                                   info.max_position_embeddings};
+    return {};
+#else
+    return pd::fail(fn, "this libposenc was built without nlohmann/json (Hugging Face config.json support)");
+#endif
+  });
+}
+posenc_status posenc_model_config_read_gguf(const char* path, posenc_model_config** out) {
+  constexpr const char* fn = "model_config_read_gguf";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (path == nullptr) return pd::fail(fn, "path is null");
+    posenc::gguf_rope_info info;
+    POSENC_TRY(posenc::try_read_gguf_rope(path, info));
+    *out = new posenc_model_config{info.config, info.head_count, info.head_count_kv, info.context_length};
+    return {};
+  });
+}
+void posenc_model_config_destroy(posenc_model_config* m) { delete m; }
+int64_t posenc_model_config_num_heads(const posenc_model_config* m) { return m ? m->num_heads : 0; }
+int64_t posenc_model_config_num_kv_heads(const posenc_model_config* m) { return m ? m->num_kv_heads : 0; }
+int64_t posenc_model_config_max_positions(const posenc_model_config* m) { return m ? m->max_positions : 0; }
+
+posenc_status posenc_model_config_rope(const posenc_model_config* m, posenc_rope_config* c) {
+  constexpr const char* fn = "model_config_rope";
+  return guarded(fn, [&]() -> status {
+    if (m == nullptr) return pd::fail(fn, "model is null");
+    POSENC_TRY(struct_size_ok(fn, "config", c));
+    const posenc::rope_config& r = m->config;
+    const posenc::rope_scaling& s = r.scaling;
+    posenc_rope_config_init(c);
+    c->style = r.style == posenc::rope_style::interleaved ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALF_SPLIT;
+    c->head_dim = r.head_dim;
+    c->rotary_dim = r.rotary_dim;
+    c->rotary_offset = r.rotary_offset;
+    c->base = r.base;
+    using st = posenc::rope_scaling_type;
+    constexpr std::array<std::pair<st, int32_t>, 8> types{{{st::none, POSENC_SCALING_NONE},
+                                                           {st::linear, POSENC_SCALING_LINEAR},
+                                                           {st::ntk, POSENC_SCALING_NTK},
+                                                           {st::dynamic_ntk, POSENC_SCALING_DYNAMIC_NTK},
+                                                           {st::yarn, POSENC_SCALING_YARN},
+                                                           {st::deepseek_yarn, POSENC_SCALING_DEEPSEEK_YARN},
+                                                           {st::llama3, POSENC_SCALING_LLAMA3},
+                                                           {st::longrope, POSENC_SCALING_LONGROPE}}};
+    for (const auto& t : types)
+      if (t.first == s.type) c->scaling = t.second;
+    if (s.type == st::dynamic_ntk && s.ntk_policy == posenc::dynamic_ntk_policy::fixed_at_max)
+      c->policy = POSENC_POLICY_FIXED_AT_MAX;
+    if (s.type == st::longrope) {
+      switch (s.long_policy) {
+        case posenc::longrope_policy::per_length: c->policy = POSENC_POLICY_PER_LENGTH; break;
+        case posenc::longrope_policy::past_original: c->policy = POSENC_POLICY_PAST_ORIGINAL; break;
+        case posenc::longrope_policy::always_short: c->policy = POSENC_POLICY_ALWAYS_SHORT; break;
+        case posenc::longrope_policy::always_long: c->policy = POSENC_POLICY_ALWAYS_LONG; break;
+      }
+    }
+    c->factor = s.factor;
+    c->original_max_positions = s.original_max_positions;
+    c->beta_fast = s.beta_fast;
+    c->beta_slow = s.beta_slow;
+    c->truncate = s.truncate ? 1 : 0;
+    c->mscale = s.mscale;
+    c->mscale_all_dim = s.mscale_all_dim;
+    c->attention_factor = s.attention_factor.value_or(0.0);
+    c->low_freq_factor = s.low_freq_factor;
+    c->high_freq_factor = s.high_freq_factor;
+    c->short_factor = s.short_factor.empty() ? nullptr : s.short_factor.data();
+    c->long_factor = s.long_factor.empty() ? nullptr : s.long_factor.data();
+    c->longrope_factor_count = static_cast<int64_t>(s.short_factor.size());
+    c->freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data();
+    c->freq_factor_count = static_cast<int64_t>(r.freq_factors.size());
+    return {};
+  });
+}
+posenc_status posenc_model_config_plan(const posenc_model_config* m, int64_t seq_len, posenc_rope_plan** out) {
+  constexpr const char* fn = "model_config_plan";
+  return guarded(fn, [&]() -> status {
+    if (m == nullptr) return pd::fail(fn, "model is null");
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    posenc::rope_plan plan;
+    POSENC_TRY(posenc::try_make_rope_plan(m->config, seq_len, plan));
+    *out = new posenc_rope_plan{std::move(plan)};
+    return {};
+  });
+}
+
+posenc_status posenc_apply_rope(const posenc_rope_plan* plan, const posenc_rope_cache* cache, const posenc_tensor* in,
+                                const posenc_tensor* out, const posenc_positions* pos, int32_t inverse) {
+  constexpr const char* fn = "apply_rope";
+  return guarded(fn, [&]() -> status {
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    const bool in_place = out == nullptr || out == in;
+    return with_source(fn, plan, cache, [&](const auto& src) {
+      if (in_place) {
+        return with_view<4, false>(fn, "x", in, nlhd, [&](auto x) {
+          return inverse ? posenc::try_apply_rope_backward(src, x, p) : posenc::try_apply_rope(src, x, p);
+        });
+      }
+      return with_view<4, true>(fn, "in", in, nlhd, [&](auto x) {
+        return with_view<4, false>(fn, "out", out, nlhd, [&](auto y) {
+          return inverse ? posenc::try_apply_rope_backward(src, x, y, p) : posenc::try_apply_rope(src, x, y, p);
+        });
+      });
+    });
+  });
+}
+
+posenc_status posenc_apply_rope_qk(const posenc_rope_plan* plan, const posenc_rope_cache* cache, const posenc_tensor* q,
+                                   const posenc_tensor* k, const posenc_positions* pos) {
+  constexpr const char* fn = "apply_rope_qk";
+  return guarded(fn, [&]() -> status {
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    return with_source(fn, plan, cache, [&](const auto& src) {
+      return with_view<4, false>(fn, "q", q, nlhd, [&](auto qv) {
+        return with_view<4, false>(fn, "k", k, nlhd, [&](auto kv) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(qv)>, std::decay_t<decltype(kv)>>) {
+            return posenc::try_apply_rope_qk(src, qv, kv, p);
+          } else {
+            return pd::fail(fn, "q and k must have one dtype (", q->dtype, " and ", k->dtype, ")");
+          }
+        });
+      });
+    });
+  });
+}
+
+posenc_kv_slots posenc_kv_slots_paged(const int64_t* slot_mapping, int64_t batch, int64_t length) {
+  posenc_kv_slots s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof(posenc_kv_slots);
+  s.paged = 1;
+  s.values = slot_mapping;
+  s.batch = batch;
+  s.length = length;
+  return s;
+}
+posenc_kv_slots posenc_kv_slots_contiguous(const int64_t* cached_lengths, int64_t batch) {
+  posenc_kv_slots s = posenc_kv_slots_paged(cached_lengths, batch, -1);
+  s.paged = 0;
+  return s;
+}
+
+posenc_status posenc_rope_append_kv(const posenc_rope_plan* plan, const posenc_rope_cache* cache, const posenc_tensor* q,
+                                    const posenc_tensor* k, const posenc_tensor* v, const posenc_tensor* k_cache,
+                                    const posenc_tensor* v_cache, const posenc_positions* pos,
+                                    const posenc_kv_slots* slots) {
+  constexpr const char* fn = "rope_append_kv";
+  return guarded(fn, [&]() -> status {
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    POSENC_TRY(struct_size_ok(fn, "slots", slots));
+    if (slots->paged != 0 && slots->paged != 1) return pd::fail(fn, "slots.paged=", slots->paged, " must be 0 or 1");
+    const posenc::kv_slots ks = slots->paged ? posenc::kv_slots::paged(slots->values, slots->batch, slots->length,
+                                                                        slots->row_stride)
+                                             : posenc::kv_slots::contiguous(slots->values, slots->batch);
+    constexpr const char* cache_dims = "[dim0, dim1, Hk, D]";
+    // One dtype for q, k and v (a fused QKV buffer) and one for the two caches: 4 x 4 combinations.
+    std::array<index_t, 4> e{}, st{};
+    POSENC_TRY(shape_of<4>(fn, "k", k, nlhd, e, st));
+    POSENC_TRY(shape_of<4>(fn, "v", v, nlhd, e, st));
+    POSENC_TRY(shape_of<4>(fn, "k_cache", k_cache, cache_dims, e, st));
+    POSENC_TRY(shape_of<4>(fn, "v_cache", v_cache, cache_dims, e, st));
+    POSENC_TRY(same_dtype(fn, "v", v, "k", k));
+    POSENC_TRY(same_dtype(fn, "v_cache", v_cache, "k_cache", k_cache));
+    if (q != nullptr) {
+      POSENC_TRY(shape_of<4>(fn, "q", q, nlhd, e, st));
+      POSENC_TRY(same_dtype(fn, "q", q, "k", k));
+    }
+    return with_source(fn, plan, cache, [&](const auto& src) {
+      return with_dtype(fn, "k", k->dtype, [&](auto in_tag) {
+        return with_dtype(fn, "k_cache", k_cache->dtype, [&](auto cache_tag) -> status {
+          using I = typename decltype(in_tag)::type;
+          using C = typename decltype(cache_tag)::type;
+          const auto kv = view_as<const I, 4>(k);
+          const auto vv = view_as<const I, 4>(v);
+          const auto kc = view_as<C, 4>(k_cache);
+          const auto vc = view_as<C, 4>(v_cache);
+          if (q == nullptr) return posenc::try_rope_append_kv(src, kv, vv, kc, vc, p, ks);
+          return posenc::try_rope_qk_append_kv(src, view_as<I, 4>(q), kv, vv, kc, vc, p, ks);
+        });
+      });
+    });
+  });
+}
+
+posenc_status posenc_shift_rope(const posenc_rope_plan* plan, const posenc_tensor* k, int64_t delta) {
+  constexpr const char* fn = "shift_rope";
+  return guarded(fn, [&]() -> status {
+    if (plan == nullptr) return pd::fail(fn, "plan is null");
+    return with_view<4, false>(fn, "k", k, nlhd, [&](auto kv) { return posenc::try_shift_rope(plan->plan, kv, delta); });
+  });
+}
+
+void posenc_alibi_config_init(posenc_alibi_config* c) {
+  if (c == nullptr) return;
+  std::memset(c, 0, sizeof *c);
+  c->struct_size = sizeof(posenc_alibi_config);
+  c->form = POSENC_ALIBI_LINEAR;
+  c->max_bias = 8.0;
+  c->head_end = -1;
+}
+
+
+posenc_status posenc_alibi_slopes(const posenc_alibi_config* config, const posenc_tensor* out) {
+  constexpr const char* fn = "alibi_slopes";
+  return guarded(fn, [&]() -> status {
+    posenc::alibi_config cfg;
+    POSENC_TRY(alibi_config_of(fn, config, cfg));
+    return with_view<1, false>(fn, "out", out, "[H_local]", [&](auto v) { return posenc::try_alibi_slopes(cfg, v); });
+  });
+}
+
+posenc_status posenc_alibi_bias(const posenc_alibi_config* config, const posenc_tensor* out,
+                                const posenc_positions* query_pos, int32_t causal) {
+  constexpr const char* fn = "alibi_bias";
+  return guarded(fn, [&]() -> status {
+    posenc::alibi_config cfg;
+    POSENC_TRY(alibi_config_of(fn, config, cfg));
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, query_pos, p));
+    const auto mask = causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none;
+    return with_view<3, false>(fn, "out", out, "[H_local, Lq, Lk]",
+                               [&](auto v) { return posenc::try_alibi_bias(cfg, v, p, mask); });
+  });
+}
+
+posenc_status posenc_add_alibi_bias(const posenc_alibi_config* config, const posenc_tensor* scores,
+                                    const posenc_positions* query_pos, int32_t causal) {
+  constexpr const char* fn = "add_alibi_bias";
+  return guarded(fn, [&]() -> status {
+    posenc::alibi_config cfg;
+    POSENC_TRY(alibi_config_of(fn, config, cfg));
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, query_pos, p));
+    const auto mask = causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none;
+    return with_view<4, false>(fn, "scores", scores, "[N, H_local, Lq, Lk]",
+                               [&](auto v) { return posenc::try_add_alibi_bias(cfg, v, p, mask); });
+  });
+}
+
+posenc_status posenc_add_sinusoidal(int64_t dim, double base, posenc_sinusoidal_layout layout, const posenc_tensor* in,
+                                    const posenc_tensor* out, const posenc_positions* pos) {
+  constexpr const char* fn = "add_sinusoidal";
+  return guarded(fn, [&]() -> status {
+    if (layout != POSENC_SINUSOIDAL_INTERLEAVED && layout != POSENC_SINUSOIDAL_CONCAT)
+      return pd::fail(fn, "layout=", static_cast<int>(layout), " is not a posenc_sinusoidal_layout");
+    posenc::sinusoidal_config cfg;
+    cfg.dim = dim;
+    cfg.base = base;
+    cfg.layout = layout == POSENC_SINUSOIDAL_INTERLEAVED ? posenc::sinusoidal_layout::interleaved
+                                                         : posenc::sinusoidal_layout::concat;
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    constexpr const char* dims = "(N, L, D)";
+    if (out == nullptr || out == in)
+      return with_view<3, false>(fn, "x", in, dims, [&](auto x) { return posenc::try_add_sinusoidal(cfg, x, p); });
+    return with_view<3, true>(fn, "in", in, dims, [&](auto x) {
+      return with_view<3, false>(fn, "out", out, dims, [&](auto y) -> status {
+        using X = typename std::decay_t<decltype(x)>::element_type;
+        using Y = typename std::decay_t<decltype(y)>::element_type;
+        if constexpr (std::is_same_v<std::remove_const_t<X>, Y>) {
+          return posenc::try_add_sinusoidal(cfg, x, y, p);
+        } else {
+          return pd::fail(fn, "in and out must have one dtype (", in->dtype, " and ", out->dtype, ")");
+        }
+      });
+    });
+  });
+}
+
+posenc_status posenc_t5_bucket(int64_t relative_position, int32_t bidirectional, int64_t num_buckets,
+                               int64_t max_distance, int64_t* out) {
+  constexpr const char* fn = "t5_bucket";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    std::int64_t b = 0;
+    POSENC_TRY(posenc::try_t5_relative_bucket(relative_position, bidirectional != 0, num_buckets, max_distance, b));
+    *out = b;
+    return {};
+  });
+}
+
+posenc_status posenc_apply_xpos(int64_t head_dim, double scale_base, double gamma, double base,
+                                posenc_rope_style style, const posenc_tensor* x, const posenc_positions* pos,
+                                int64_t center, int32_t downscale) {
+  constexpr const char* fn = "apply_xpos";
+  return guarded(fn, [&]() -> status {
+    if (style != POSENC_ROPE_INTERLEAVED && style != POSENC_ROPE_HALF_SPLIT)
+      return pd::fail(fn, "style=", static_cast<int>(style), " is not a posenc_rope_style");
+    posenc::xpos_config cfg;
+    cfg.head_dim = head_dim;
+    cfg.scale_base = scale_base;
+    cfg.gamma = gamma;
+    cfg.base = base;
+    cfg.style = style == POSENC_ROPE_INTERLEAVED ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+    posenc::xpos_plan plan;
+    POSENC_TRY(posenc::xpos_plan::try_create(cfg, plan));
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    const auto mode = downscale ? posenc::xpos_mode::downscale : posenc::xpos_mode::upscale;
+    return with_view<4, false>(fn, "x", x, nlhd, [&](auto v) { return posenc::try_apply_xpos(plan, v, p, center, mode); });
+  });
+}
+
+}  // extern "C"
