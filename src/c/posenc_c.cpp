@@ -19,6 +19,9 @@
 #include "posenc/dispatch.hpp"
 #include "posenc/io/gguf.hpp"
 #include "posenc/kv_cache.hpp"
+#include "posenc/learned.hpp"
+#include "posenc/mrope.hpp"
+#include "posenc/quantize.hpp"
 #include "posenc/rope.hpp"
 #include "posenc/rope_ops.hpp"
 #include "posenc/sinusoidal.hpp"
@@ -28,15 +31,37 @@
 #include "posenc/io/hf_config.hpp"
 #endif
 
+namespace posenc_c_detail {
+/// A handle holding the float or the double form of T, chosen at creation by the dtype it was given.
+template <template <class> class T>
+struct float_or_double {
+  T<float> f32;
+  T<double> f64;
+  bool is_double = false;
+  template <class F>
+  decltype(auto) visit(F&& f) {
+    return is_double ? f(f64) : f(f32);
+  }
+  template <class F>
+  decltype(auto) visit(F&& f) const {
+    return is_double ? f(f64) : f(f32);
+  }
+};
+template <class C>
+using t5_bias_t = posenc::t5_relative_bias<C>;
+template <class C>
+using learned_t = posenc::learned_position_embedding<C>;
+}  // namespace posenc_c_detail
+
 struct posenc_rope_plan {
   posenc::rope_plan plan;
 };
-struct posenc_rope_cache {
-  // One of the two, by the dtype it was created with.
-  posenc::rope_cache<float> f32;
-  posenc::rope_cache<double> f64;
-  bool is_double = false;
+struct posenc_rope_cache : posenc_c_detail::float_or_double<posenc::rope_cache> {};
+struct posenc_mrope_plan {
+  posenc::mrope_plan plan;
 };
+struct posenc_t5_bias : posenc_c_detail::float_or_double<posenc_c_detail::t5_bias_t> {};
+struct posenc_learned : posenc_c_detail::float_or_double<posenc_c_detail::learned_t> {};
 struct posenc_model_config {
   posenc::rope_config config;
   posenc::index_t num_heads = 0;
@@ -99,7 +124,8 @@ status with_dtype(const char* fn, const char* name, int32_t dtype, F&& f) {
     case POSENC_F64: return f(type_tag<double>{});
     case POSENC_F16: return f(type_tag<pd::f16_storage>{});
     case POSENC_BF16: return f(type_tag<pd::bf16_storage>{});
-    default: return pd::fail(fn, name, " dtype=", dtype, " is not a posenc_dtype (1 f32, 2 f64, 3 f16, 4 bf16)");
+    default:
+      return pd::fail(fn, name, " dtype=", dtype, " is not a floating posenc_dtype (1 f32, 2 f64, 3 f16, 4 bf16)");
   }
 }
 
@@ -184,8 +210,7 @@ status with_source(const char* fn, const posenc_rope_plan* plan, const posenc_ro
   if ((plan == nullptr) == (cache == nullptr))
     return pd::fail(fn, "give exactly one of plan and cache (", plan ? "both" : "neither", " given)");
   if (plan != nullptr) return f(plan->plan);
-  if (cache->is_double) return f(cache->f64);
-  return f(cache->f32);
+  return cache->visit(f);
 }
 
 constexpr const char* nlhd = "(N, L, H, D)";
@@ -266,6 +291,86 @@ status alibi_config_of(const char* fn, const posenc_alibi_config* c, posenc::ali
   return {};
 }
 
+
+status kv_slots_of(const char* fn, const posenc_kv_slots* slots, posenc::kv_slots& out) {
+  POSENC_TRY(struct_size_ok(fn, "slots", slots));
+  if (slots->paged != 0 && slots->paged != 1) return pd::fail(fn, "slots.paged=", slots->paged, " must be 0 or 1");
+  out = slots->paged ? posenc::kv_slots::paged(slots->values, slots->batch, slots->length, slots->row_stride)
+                     : posenc::kv_slots::contiguous(slots->values, slots->batch);
+  return {};
+}
+
+status quant_spec_of(const char* fn, const char* name, const posenc_quant_spec* c, posenc::quant_spec& q) {
+  POSENC_TRY(struct_size_ok(fn, name, c));
+  switch (c->format) {
+    case POSENC_QUANT_INT8: q.format = posenc::quant_format::int8; break;
+    case POSENC_QUANT_FP8_E4M3: q.format = posenc::quant_format::fp8_e4m3; break;
+    case POSENC_QUANT_FP8_E5M2: q.format = posenc::quant_format::fp8_e5m2; break;
+    default: return pd::fail(fn, name, ".format=", c->format, " is not a posenc_quant_format");
+  }
+  q.scales = c->scales;
+  q.scale_stride = c->scale_stride;
+  return {};
+}
+
+/// Calls f(type_tag<Code>) for 8-bit codes: POSENC_I8 (int8) or POSENC_U8 (fp8).
+template <class F>
+status with_code_type(const char* fn, const char* name, const posenc_tensor* t, F&& f) {
+  if (t == nullptr) return pd::fail(fn, name, " is null");
+  if (t->dtype == POSENC_I8) return f(type_tag<std::int8_t>{});
+  if (t->dtype == POSENC_U8) return f(type_tag<std::uint8_t>{});
+  return pd::fail(fn, name, " dtype=", t->dtype, " must be POSENC_I8 (int8 codes) or POSENC_U8 (fp8 codes)");
+}
+
+/// A rank-3 float scales output, or the empty view for null (given scales).
+status scales_of(const char* fn, const char* name, const posenc_tensor* t, posenc::strided_view<float, 3>& out) {
+  if (t == nullptr) {
+    out = {};
+    return {};
+  }
+  std::array<index_t, 3> e{}, s{};
+  POSENC_TRY(shape_of<3>(fn, name, t, "[dim0, dim1, H]", e, s));
+  if (t->dtype != POSENC_F32) return pd::fail(fn, name, " dtype=", t->dtype, " must be POSENC_F32");
+  out = posenc::strided_view<float, 3>(static_cast<float*>(t->data), e, s);
+  return {};
+}
+
+/// Copies a rank-2 table descriptor [rows, cols] of C into `to` (same extents), converting from its dtype.
+template <class C>
+status copy_table(const char* fn, const posenc_tensor* t, posenc::strided_view<C, 2> to) {
+  std::array<index_t, 2> e{}, s{};
+  POSENC_TRY(shape_of<2>(fn, "table", t, "[rows, cols]", e, s));
+  if (e[0] != to.extent(0) || e[1] != to.extent(1))
+    return pd::fail(fn, "table shape (", e[0], ", ", e[1], ") must be (", to.extent(0), ", ", to.extent(1), ")");
+  return with_dtype(fn, "table", t->dtype, [&](auto tag) -> status {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, C>) {
+      return pd::fail(fn, "table dtype=", t->dtype, " must be the handle's arithmetic type (POSENC_F32 or POSENC_F64)");
+    } else {
+      const posenc::strided_view<const T, 2> from(static_cast<const T*>(t->data), e, s);
+      POSENC_TRY(pd::check_view(fn, "table", from, false));
+      for (index_t i = 0; i < e[0]; ++i)
+        for (index_t j = 0; j < e[1]; ++j) to(i, j) = from(i, j);
+      return {};
+    }
+  });
+}
+
+
+/// The ALiBi bias entries: the configuration, the query positions and the mask, then call(cfg, view, pos, mask)
+/// on the rank-R scores.
+template <std::size_t R, class F>
+posenc_status alibi_entry(const char* fn, const posenc_alibi_config* config, const posenc_tensor* t, const char* name,
+                          const char* dims, const posenc_positions* query_pos, int32_t causal, F&& call) {
+  return guarded(fn, [&]() -> status {
+    posenc::alibi_config cfg;
+    POSENC_TRY(alibi_config_of(fn, config, cfg));
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, query_pos, p));
+    const auto mask = causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none;
+    return with_view<R, false>(fn, name, t, dims, [&](auto v) { return call(cfg, v, p, mask); });
+  });
+}
 }  // namespace
 
 extern "C" {
@@ -394,19 +499,14 @@ posenc_status posenc_rope_cache_create(const posenc_rope_plan* plan, int64_t max
       return pd::fail(fn, "dtype=", static_cast<int>(dtype), ": a cache holds POSENC_F32 or POSENC_F64");
     auto c = std::make_unique<posenc_rope_cache>();
     c->is_double = dtype == POSENC_F64;
-    if (c->is_double) {
-      POSENC_TRY(posenc::rope_cache<double>::try_create(plan->plan, max_positions, c->f64));
-    } else {
-      POSENC_TRY(posenc::rope_cache<float>::try_create(plan->plan, max_positions, c->f32));
-    }
+    POSENC_TRY(c->visit([&](auto& t) { return std::decay_t<decltype(t)>::try_create(plan->plan, max_positions, t); }));
     *out = c.release();
     return {};
   });
 }
 void posenc_rope_cache_destroy(posenc_rope_cache* cache) { delete cache; }
 int64_t posenc_rope_cache_max_positions(const posenc_rope_cache* c) {
-  if (c == nullptr) return 0;
-  return c->is_double ? c->f64.max_positions() : c->f32.max_positions();
+  return c ? c->visit([](const auto& t) { return t.max_positions(); }) : 0;
 }
 
 posenc_status posenc_model_config_read_hf(const char* path, posenc_model_config** out) {
@@ -571,11 +671,8 @@ posenc_status posenc_rope_append_kv(const posenc_rope_plan* plan, const posenc_r
   return guarded(fn, [&]() -> status {
     posenc::positions p;
     POSENC_TRY(positions_of(fn, pos, p));
-    POSENC_TRY(struct_size_ok(fn, "slots", slots));
-    if (slots->paged != 0 && slots->paged != 1) return pd::fail(fn, "slots.paged=", slots->paged, " must be 0 or 1");
-    const posenc::kv_slots ks = slots->paged ? posenc::kv_slots::paged(slots->values, slots->batch, slots->length,
-                                                                        slots->row_stride)
-                                             : posenc::kv_slots::contiguous(slots->values, slots->batch);
+    posenc::kv_slots ks;
+    POSENC_TRY(kv_slots_of(fn, slots, ks));
     constexpr const char* cache_dims = "[dim0, dim1, Hk, D]";
     // One dtype for q, k and v (a fused QKV buffer) and one for the two caches: 4 x 4 combinations.
     std::array<index_t, 4> e{}, st{};
@@ -635,30 +732,16 @@ posenc_status posenc_alibi_slopes(const posenc_alibi_config* config, const posen
 
 posenc_status posenc_alibi_bias(const posenc_alibi_config* config, const posenc_tensor* out,
                                 const posenc_positions* query_pos, int32_t causal) {
-  constexpr const char* fn = "alibi_bias";
-  return guarded(fn, [&]() -> status {
-    posenc::alibi_config cfg;
-    POSENC_TRY(alibi_config_of(fn, config, cfg));
-    posenc::positions p;
-    POSENC_TRY(positions_of(fn, query_pos, p));
-    const auto mask = causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none;
-    return with_view<3, false>(fn, "out", out, "[H_local, Lq, Lk]",
-                               [&](auto v) { return posenc::try_alibi_bias(cfg, v, p, mask); });
-  });
+  return alibi_entry<3>("alibi_bias", config, out, "out", "[H_local, Lq, Lk]", query_pos, causal,
+                        [](const auto& cfg, auto v, const auto& p, auto mask) { return posenc::try_alibi_bias(cfg, v, p, mask); });
 }
 
 posenc_status posenc_add_alibi_bias(const posenc_alibi_config* config, const posenc_tensor* scores,
                                     const posenc_positions* query_pos, int32_t causal) {
-  constexpr const char* fn = "add_alibi_bias";
-  return guarded(fn, [&]() -> status {
-    posenc::alibi_config cfg;
-    POSENC_TRY(alibi_config_of(fn, config, cfg));
-    posenc::positions p;
-    POSENC_TRY(positions_of(fn, query_pos, p));
-    const auto mask = causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none;
-    return with_view<4, false>(fn, "scores", scores, "[N, H_local, Lq, Lk]",
-                               [&](auto v) { return posenc::try_add_alibi_bias(cfg, v, p, mask); });
-  });
+  return alibi_entry<4>("add_alibi_bias", config, scores, "scores", "[N, H_local, Lq, Lk]", query_pos, causal,
+                        [](const auto& cfg, auto v, const auto& p, auto mask) {
+                          return posenc::try_add_alibi_bias(cfg, v, p, mask);
+                        });
 }
 
 posenc_status posenc_add_sinusoidal(int64_t dim, double base, posenc_sinusoidal_layout layout, const posenc_tensor* in,
@@ -722,6 +805,206 @@ posenc_status posenc_apply_xpos(int64_t head_dim, double scale_base, double gamm
     POSENC_TRY(positions_of(fn, pos, p));
     const auto mode = downscale ? posenc::xpos_mode::downscale : posenc::xpos_mode::upscale;
     return with_view<4, false>(fn, "x", x, nlhd, [&](auto v) { return posenc::try_apply_xpos(plan, v, p, center, mode); });
+  });
+}
+
+
+posenc_status posenc_rerotate_rope(const posenc_rope_plan* from, const posenc_rope_plan* to, const posenc_tensor* k,
+                                   const posenc_positions* pos) {
+  constexpr const char* fn = "rerotate_rope";
+  return guarded(fn, [&]() -> status {
+    if (from == nullptr || to == nullptr) return pd::fail(fn, from == nullptr ? "from" : "to", " is null");
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    return with_view<4, false>(fn, "k", k, nlhd,
+                               [&](auto kv) { return posenc::try_rerotate_rope(from->plan, to->plan, kv, p); });
+  });
+}
+
+posenc_status posenc_mrope_plan_create(const posenc_rope_plan* plan, const int64_t* sections, int32_t interleaved,
+                                       posenc_mrope_plan** out) {
+  constexpr const char* fn = "mrope_plan_create";
+  return guarded(fn, [&]() -> status {
+    if (plan == nullptr) return pd::fail(fn, "plan is null");
+    if (sections == nullptr) return pd::fail(fn, "sections is null");
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    auto m = std::make_unique<posenc_mrope_plan>();
+    POSENC_TRY(posenc::mrope_plan::try_create(plan->plan, {sections[0], sections[1], sections[2]},
+                                              interleaved ? posenc::mrope_layout::interleaved
+                                                          : posenc::mrope_layout::chunked,
+                                              m->plan));
+    *out = m.release();
+    return {};
+  });
+}
+void posenc_mrope_plan_destroy(posenc_mrope_plan* plan) { delete plan; }
+
+posenc_status posenc_apply_mrope(const posenc_mrope_plan* plan, const posenc_tensor* x, const int64_t* ids,
+                                 int64_t batch, int64_t length, int32_t inverse) {
+  constexpr const char* fn = "apply_mrope";
+  return guarded(fn, [&]() -> status {
+    if (plan == nullptr) return pd::fail(fn, "plan is null");
+    if (batch < -1) return pd::fail(fn, "batch=", batch, " must be >= 0, or -1 for ids shared by every sequence");
+    if (ids == nullptr && length > 0) return pd::fail(fn, "ids is null");
+    const auto p = batch == -1 ? posenc::mrope_positions::shared(ids, length)
+                               : posenc::mrope_positions::per_token(ids, batch, length);
+    return with_view<4, false>(fn, "x", x, nlhd, [&](auto v) {
+      return inverse ? posenc::try_apply_mrope_backward(plan->plan, v, p) : posenc::try_apply_mrope(plan->plan, v, p);
+    });
+  });
+}
+
+void posenc_quant_spec_init(posenc_quant_spec* spec) {
+  if (spec == nullptr) return;
+  std::memset(spec, 0, sizeof *spec);
+  spec->struct_size = sizeof(posenc_quant_spec);
+  spec->format = POSENC_QUANT_INT8;
+  spec->scale_stride = 1;
+}
+
+posenc_status posenc_apply_rope_quantized(const posenc_rope_plan* plan, const posenc_rope_cache* cache,
+                                          const posenc_tensor* in, const posenc_tensor* codes,
+                                          const posenc_tensor* scales, const posenc_positions* pos,
+                                          const posenc_quant_spec* spec) {
+  constexpr const char* fn = "apply_rope_quantized";
+  return guarded(fn, [&]() -> status {
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    posenc::quant_spec q;
+    POSENC_TRY(quant_spec_of(fn, "spec", spec, q));
+    posenc::strided_view<float, 3> sv;
+    POSENC_TRY(scales_of(fn, "scales", scales, sv));
+    std::array<index_t, 4> e{}, st{};
+    POSENC_TRY(shape_of<4>(fn, "codes", codes, nlhd, e, st));
+    return with_source(fn, plan, cache, [&](const auto& src) {
+      return with_view<4, true>(fn, "in", in, nlhd, [&](auto x) {
+        return with_code_type(fn, "codes", codes, [&](auto code_tag) {
+          using Code = typename decltype(code_tag)::type;
+          return posenc::try_apply_rope_quantized(src, x, view_as<Code, 4>(codes), sv, p, q);
+        });
+      });
+    });
+  });
+}
+
+posenc_status posenc_rope_append_kv_quantized(const posenc_rope_plan* plan, const posenc_rope_cache* cache,
+                                              const posenc_tensor* k, const posenc_tensor* v,
+                                              const posenc_tensor* k_cache, const posenc_tensor* v_cache,
+                                              const posenc_positions* pos, const posenc_kv_slots* slots,
+                                              const posenc_quant_spec* k_spec, const posenc_quant_spec* v_spec,
+                                              const posenc_tensor* k_scales, const posenc_tensor* v_scales) {
+  constexpr const char* fn = "rope_append_kv_quantized";
+  return guarded(fn, [&]() -> status {
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    posenc::kv_slots ks;
+    POSENC_TRY(kv_slots_of(fn, slots, ks));
+    posenc::quant_spec kq, vq;
+    POSENC_TRY(quant_spec_of(fn, "k_spec", k_spec, kq));
+    POSENC_TRY(quant_spec_of(fn, "v_spec", v_spec, vq));
+    posenc::strided_view<float, 3> kso, vso;
+    POSENC_TRY(scales_of(fn, "k_scales", k_scales, kso));
+    POSENC_TRY(scales_of(fn, "v_scales", v_scales, vso));
+    constexpr const char* cache_dims = "[dim0, dim1, Hk, D]";
+    std::array<index_t, 4> e{}, st{};
+    POSENC_TRY(shape_of<4>(fn, "k", k, nlhd, e, st));
+    POSENC_TRY(shape_of<4>(fn, "v", v, nlhd, e, st));
+    POSENC_TRY(shape_of<4>(fn, "k_cache", k_cache, cache_dims, e, st));
+    POSENC_TRY(shape_of<4>(fn, "v_cache", v_cache, cache_dims, e, st));
+    POSENC_TRY(same_dtype(fn, "v", v, "k", k));
+    return with_source(fn, plan, cache, [&](const auto& src) {
+      return with_dtype(fn, "k", k->dtype, [&](auto in_tag) {
+        using I = typename decltype(in_tag)::type;
+        return with_code_type(fn, "k_cache", k_cache, [&](auto kc_tag) {
+          return with_code_type(fn, "v_cache", v_cache, [&](auto vc_tag) {
+            using KC = typename decltype(kc_tag)::type;
+            using VC = typename decltype(vc_tag)::type;
+            return posenc::try_rope_append_kv_quantized(src, view_as<const I, 4>(k), view_as<const I, 4>(v),
+                                                        view_as<KC, 4>(k_cache), view_as<VC, 4>(v_cache), p, ks, kq,
+                                                        vq, kso, vso);
+          });
+        });
+      });
+    });
+  });
+}
+
+posenc_status posenc_t5_bias_create(int64_t num_heads, int32_t bidirectional, int64_t num_buckets,
+                                    int64_t max_distance, const posenc_tensor* table, posenc_t5_bias** out) {
+  constexpr const char* fn = "t5_bias_create";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (table == nullptr) return pd::fail(fn, "table is null");
+    const posenc::t5_bucket_config cfg{bidirectional != 0, num_buckets, max_distance};
+    auto b = std::make_unique<posenc_t5_bias>();
+    b->is_double = table->dtype == POSENC_F64;
+    POSENC_TRY(b->visit([&](auto& r) -> status {
+      const status created = std::decay_t<decltype(r)>::try_create(num_heads, cfg, r);
+      return created.ok() ? copy_table(fn, table, r.table()) : created;
+    }));
+    *out = b.release();
+    return {};
+  });
+}
+void posenc_t5_bias_destroy(posenc_t5_bias* bias) { delete bias; }
+
+posenc_status posenc_add_t5_bias(const posenc_t5_bias* bias, const posenc_tensor* scores,
+                                 const posenc_positions* query_pos) {
+  constexpr const char* fn = "add_t5_bias";
+  return guarded(fn, [&]() -> status {
+    if (bias == nullptr) return pd::fail(fn, "bias is null");
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, query_pos, p));
+    return with_view<4, false>(fn, "scores", scores, "[N, H, Lq, Lk]", [&](auto v) {
+      return bias->visit([&](const auto& r) { return posenc::try_add_t5_bias(r, v, p); });
+    });
+  });
+}
+
+posenc_status posenc_learned_create(int64_t max_positions, int64_t dim, double scale, int64_t position_offset,
+                                    const posenc_tensor* table, posenc_learned** out) {
+  constexpr const char* fn = "learned_create";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (table == nullptr) return pd::fail(fn, "table is null");
+    posenc::learned_config cfg;
+    cfg.max_positions = max_positions;
+    cfg.dim = dim;
+    cfg.scale = scale;
+    cfg.position_offset = position_offset;
+    auto m = std::make_unique<posenc_learned>();
+    m->is_double = table->dtype == POSENC_F64;
+    POSENC_TRY(m->visit([&](auto& e) -> status {
+      const status created = std::decay_t<decltype(e)>::try_create(cfg, e);
+      return created.ok() ? copy_table(fn, table, e.table()) : created;
+    }));
+    *out = m.release();
+    return {};
+  });
+}
+void posenc_learned_destroy(posenc_learned* learned) { delete learned; }
+
+posenc_status posenc_add_learned(const posenc_learned* learned, const posenc_tensor* in, const posenc_tensor* out,
+                                 const posenc_positions* pos) {
+  constexpr const char* fn = "add_learned";
+  return guarded(fn, [&]() -> status {
+    if (learned == nullptr) return pd::fail(fn, "learned is null");
+    posenc::positions p;
+    POSENC_TRY(positions_of(fn, pos, p));
+    constexpr const char* dims = "(N, L, D)";
+    const auto run = [&](const auto& m) -> status {
+      if (out == nullptr || out == in)
+        return with_view<3, false>(fn, "x", in, dims, [&](auto x) { return m.try_forward(x, p); });
+      std::array<index_t, 3> e{}, st{};
+      POSENC_TRY(shape_of<3>(fn, "in", in, dims, e, st));
+      POSENC_TRY(shape_of<3>(fn, "out", out, dims, e, st));
+      POSENC_TRY(same_dtype(fn, "out", out, "in", in));
+      return with_dtype(fn, "in", in->dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        return m.try_forward(view_as<const T, 3>(in), view_as<T, 3>(out), p);
+      });
+    };
+    return learned->visit(run);
   });
 }
 

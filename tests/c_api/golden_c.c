@@ -5,21 +5,60 @@
  *  - RoPE, rope_basic.txt and rope_scaling.txt, every case: float64 in place and float32 out of place (float in,
  *    float out), each through a plan and through a cache (float64 cache for the float64 run, float32 cache for
  *    the float32 run). float64: 1e-12 * max(1, |y|); float32: 2e-6 * max(1, |y|) (the project's stated
- *    tolerances, tests/test_util.hpp). Both plus the angle bound FORMAT.md prescribes: theta = p * w in double
- *    rounds w first, so y moves by up to 1.5 * (max position + 1) * 2^-52 * |pair| * magnitude (~1e-11 at
- *    p = 30000; without it the exact golden angle is not reachable in double). inv_freq relative 1e-12;
- *    magnitude and logit_scale relative 1e-14 (a few ulps of a closed-form double expression).
+ *    tolerances, tests/test_util.hpp). Both plus the angle bound FORMAT.md prescribes (angle_bound below):
+ *    theta = p * w in double rounds w first, so y moves by up to 1.5 * (max position + 1) * 2^-52 * |pair| *
+ *    magnitude (~1e-11 at p = 30000; without it the exact golden angle is not reachable in double), |pair| <=
+ *    sqrt(2) for inputs in [-1, 1]. inv_freq relative 1e-12; magnitude and logit_scale relative 1e-14 (a few
+ *    ulps of a closed-form double expression).
+ *  - MRoPE, mrope.txt, every case: posenc_mrope_plan_create over a posenc_rope_plan of the case's head_dim,
+ *    rotary_dim, base (half-split), posenc_apply_mrope float64 in place with the (3, L) shared ids (batch -1) or
+ *    the (N, 3, L) per-token ids (batch N): 1e-12 * max(1, |y|) plus the angle bound at the case's largest
+ *    position (each pair takes the position of one axis, so the bound of the largest id covers all). Then the
+ *    inverse (transpose) on the result must give x back within twice that (two rotations). The C API has no
+ *    sectioned-frequency plan (vision_2d, freq_mode sectioned: w_j = base^(-j/size) restarting per section), so
+ *    that case's plan is the standard one with per-pair freq_factors f_i = w_std_i / w_golden_i, nudged by a few
+ *    ulps until the plan's w_std_i / f_i (one double division, rope_plan.hpp) is the golden double; the plan's
+ *    inv_freq is then checked against the golden inv_freq (relative 2^-52 for this case, 1e-12 for the others)
+ *    and any remaining |w_plan - w_golden| * max position * |pair| is added to that case's tolerance.
+ *  - Quantisation, quant.txt `kind fused` cases (the conversion and scaled cases have no C entry point of their
+ *    own): posenc_apply_rope_quantized of x (float32 input; also float64 input) through the plan and through a
+ *    float32 cache into POSENC_I8 codes with dynamic scales, POSENC_I8 codes with the per-head int8_scale,
+ *    POSENC_U8 codes with e4m3_scale (FP8_E4M3) and e5m2_scale (FP8_E5M2). Against the golden codes: FORMAT.md
+ *    allows a float32 rotation to differ from y by an ulp, moving a code by one step where y sits at a rounding
+ *    boundary, so every code must be within one step (fp8 steps counted on the signed magnitude, -0 = +0) and
+ *    the differing codes are counted per format over all fused runs: more than 1% fails. Dynamic scales
+ *    against int8_dyn_scale: relative 2^-21 (exact 0 for an all-zero head). Against the kernel's own rotation
+ *    (FORMAT.md: its codes equal the codes of its own y): posenc_apply_rope of the same input, source and
+ *    positions into float32, quantised here by the rules of FORMAT.md / quantize.hpp (int8: sat(rint(y *
+ *    (1.0f / scale))); fp8: nearest even of the OCP E4M3 / E5M2 values, saturating), codes and dynamic scales
+ *    (absmax / 127.0f) exact.
+ *  - rope_append_kv_quantized into paged int8 caches with dynamic scales: k codes and scales bit-exact against
+ *    posenc_apply_rope_quantized of k, v codes and scales bit-exact against v quantised here (scale = absmax /
+ *    127.0f per token and head, code = sat(rint(v * (1.0f / scale))), FORMAT.md's int8 rule); untouched slots
+ *    keep their bytes, the inputs are not modified.
  *  - ALiBi: slopes relative 1e-15 (exact powers of two up to libm's exp2/pow); bias 1e-9 * max(1, |bias|)
- *    (|bias| reaches 25000 in bias_h4_far, so the bound is relative there).
+ *    (|bias| reaches 25000 in bias_h4_far, so the bound is relative there); the same bias added into scores
+ *    [1, H, Lq, Lk] of 0.5 (posenc_add_alibi_bias), and with the causal mask (linear form): -inf after the query.
  *  - Sinusoidal, add cases and table cases (a table is x = 0 plus T[P0 + l]): 1e-12 * max(1, |y|) plus the
  *    FORMAT.md angle bound p * (2 + ln base) * 2^-53 (2.5e-10 at p = 100000). The C API has no padding_idx
  *    (posenc_add_sinusoidal adds T[p] for every p), so the rows at position padding_idx, which fairseq zeroes
  *    (fairseq_padded_add, concat_padding_table), are not compared; every other row of those cases is.
- *  - T5 buckets: exact, boundary_* and table_* cases.
+ *  - T5 buckets: exact, boundary_* and table_* cases. T5 bias, table_* cases: a [num_buckets, 3] table of
+ *    distinct values 0.25 b + 16 h (float32 and float64 tables), posenc_add_t5_bias into scores [1, 3, Lq, Lk]
+ *    of 1.0 with queries at query_offset + i: exactly 1.0 + table[buckets[i, j], h] (sums of exactly
+ *    representable values).
+ *  - Learned: posenc_learned_create (scale 0.5, position_offset 2, float64 table of dyadic values),
+ *    posenc_add_learned out of place and in place with per-token positions: exactly x + 0.5 * table[p + 2].
+ *  - Rerotate: head_dim 32, base 10000, from = no scaling, to = linear factor 4, positions 0, 1, 4097, 30000:
+ *    posenc_rerotate_rope(from, to) of x rotated by `from` against x rotated by `to` (and back, to -> from),
+ *    1e-12 * max(1, |y|) plus two angle bounds (the sides differ by the roundings of p * w_from, w_to - w_from,
+ *    p * (w_to - w_from) and p * w_to, each <= 2^-53 p).
  *  - xPos: absolute 1e-12 * max(1, |y|) or relative 1e-12 * |y| per tolerance_mode, plus the angle bound
  *    1.5 * (P0 + L) * 2^-52 * |y pair| (tests/test_util.hpp expect_xpos_close; long_centre reaches p = 200007).
  *  - rope_append_kv into paged float32 caches: bit-exact against posenc_apply_rope (same source, float32).
- *  - Rejected calls: non-OK status, a non-empty posenc_last_error, and the outputs unchanged (memcmp).
+ *  - Rejected calls (the older functions and the new ones: null handles, codes of POSENC_F32 dtype, fp8 without
+ *    scales, wrong table shapes, sections not summing to R/2, batch < -1, plans of other geometry, positions
+ *    past the learned table): non-OK status, a non-empty posenc_last_error, and the outputs unchanged (memcmp).
  * Every failure is printed with its case, index, got and expected; a missing or unreadable file is a failure.
  */
 #include <posenc/c/posenc.h>
@@ -46,7 +85,7 @@ static void failure(const char* fmt, ...) {
 }
 
 /* The largest error and error/tolerance per label, printed at the end (how close each family comes). */
-#define MAX_LABELS 24
+#define MAX_LABELS 40
 static struct { const char* label; double err, ratio; } g_max[MAX_LABELS];
 static void note_err(const char* label, double err, double tol) {
   int i;
@@ -74,6 +113,12 @@ static void check_status(const char* cname, const char* what, posenc_status s) {
 }
 
 static double dmax(double a, double b) { return a > b ? a : b; }
+
+/* FORMAT.md: theta = p * w in double rounds w first, so the angle is off by up to 1.5 (p + 1) 2^-52 rad for
+ * positions p <= max_pos (w <= 1), which moves y by that * |pair| * magnitude. */
+static double angle_bound(int64_t max_pos, double pair, double magnitude) {
+  return 1.5 * ldexp((double)max_pos + 1.0, -52) * pair * fabs(magnitude);
+}
 
 /* ---- the golden file reader ------------------------------------------------------------------------------ */
 
@@ -341,8 +386,7 @@ static void rope_case(const gcase* c) {
   } else {
     pos = posenc_positions_per_token(positions->i, POSENC_I64, positions->dims[0], positions->dims[1], -1);
   }
-  /* FORMAT.md: double theta = p * w is off by up to 1.5 (p + 1) 2^-52 rad; y moves by that * |pair| * m. */
-  angle_tol = 1.5 * ldexp((double)max_of(positions) + 1.0, -52) * sqrt(2.0) * fabs(m);
+  angle_tol = angle_bound(max_of(positions), sqrt(2.0), m); /* |pair| <= sqrt(2): inputs in [-1, 1] */
   check_status(c->name, "cache_create f64", posenc_rope_cache_create(plan, max_of(positions) + 1, POSENC_F64, &c64));
   check_status(c->name, "cache_create f32", posenc_rope_cache_create(plan, max_of(positions) + 1, POSENC_F32, &c32));
   rope_run(c, plan, NULL, 1, &pos, angle_tol, "rope f64 plan in place");
@@ -352,6 +396,81 @@ static void rope_case(const gcase* c) {
 done:
   posenc_rope_cache_destroy(c64);
   posenc_rope_cache_destroy(c32);
+  posenc_rope_plan_destroy(plan);
+}
+
+/* ---- MRoPE --------------------------------------------------------------------------------------------------- */
+
+/* The vision_2d plan (freq_mode sectioned): the standard plan's frequencies divided by freq_factors chosen so
+ * that the plan's w_std / f (one double division) lands on the golden w; factors[] receives them. 0 on success. */
+static int sectioned_factors(const gcase* c, posenc_rope_config* cfg, const garray* w, double* factors) {
+  posenc_rope_plan* std_plan = NULL;
+  double w_std[512];
+  long i;
+  int k;
+  check_status(c->name, "standard plan_create", posenc_rope_plan_create(cfg, 0, &std_plan));
+  if (std_plan == NULL) return -1;
+  check_status(c->name, "standard inv_freq", posenc_rope_plan_inv_freq(std_plan, w_std, w->n));
+  posenc_rope_plan_destroy(std_plan);
+  for (i = 0; i < w->n; ++i) {
+    double best = w_std[i] / w->f[i], f = best;
+    for (k = 0; k < 8; ++k) f = nextafter(f, 0.0); /* the 17 factors within 8 ulps of the quotient */
+    for (k = 0; k <= 16; ++k, f = nextafter(f, HUGE_VAL))
+      if (fabs(w_std[i] / f - w->f[i]) < fabs(w_std[i] / best - w->f[i])) best = f;
+    factors[i] = best;
+  }
+  cfg->freq_factors = factors, cfg->freq_factor_count = w->n;
+  return 0;
+}
+
+static void mrope_case(const gcase* c) {
+  const garray *w = arr(c, "inv_freq"), *ids = arr(c, "positions"), *x = arr(c, "x"), *y = arr(c, "y");
+  const int sectioned = is(c, "freq_mode", "sectioned"), shared = is(c, "pos_form", "shared");
+  posenc_rope_config cfg;
+  posenc_rope_plan* plan = NULL;
+  posenc_mrope_plan* mplan = NULL;
+  posenc_tensor t;
+  int64_t sections[3] = {0, 0, 0}, pmax, batch, length;
+  double freq[512], factors[512], dw = 0.0, tol_angle, *buf = NULL;
+  const char* s = need_str(c, "sections");
+  char* end;
+  long k;
+  int a;
+  if (w == NULL || ids == NULL || x == NULL || y == NULL || x->rank != 4 || w->n > 512) {
+    failure("%s: case not runnable", c->name);
+    return;
+  }
+  for (a = 0; a < 3; ++a, s = end + (*end == ',')) sections[a] = (int64_t)strtoll(s, &end, 10);
+  posenc_rope_config_init(&cfg);
+  cfg.style = is(c, "style", "interleaved") ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALF_SPLIT;
+  cfg.head_dim = pint(c, "head_dim");
+  cfg.rotary_dim = pint(c, "rotary_dim");
+  cfg.base = pnum(c, "base");
+  if (sectioned && sectioned_factors(c, &cfg, w, factors) != 0) return;
+  check_status(c->name, "plan_create", posenc_rope_plan_create(&cfg, 0, &plan));
+  if (plan == NULL) return;
+  check_status(c->name, "inv_freq", posenc_rope_plan_inv_freq(plan, freq, w->n));
+  for (k = 0; k < w->n; ++k) {
+    check_close(c->name, "mrope inv_freq (rel)", k, freq[k], w->f[k], (sectioned ? ldexp(1.0, -52) : 1e-12) * fabs(w->f[k]));
+    dw = dmax(dw, fabs(freq[k] - w->f[k]));
+  }
+  check_status(c->name, "mrope_plan_create", posenc_mrope_plan_create(plan, sections, is(c, "mrope_layout", "interleaved"), &mplan));
+  if (mplan == NULL || (buf = (double*)malloc((size_t)x->n * sizeof(double) + 1)) == NULL) goto done;
+  pmax = max_of(ids);
+  /* (3, L) ids shared by every sequence (batch -1), or (N, 3, L) (batch N) */
+  batch = shared ? -1 : ids->dims[0];
+  length = shared ? ids->dims[1] : ids->dims[2];
+  tol_angle = angle_bound(pmax, sqrt(2.0), 1.0) + (sectioned ? (double)pmax * dw * sqrt(2.0) : 0.0);
+  memcpy(buf, x->f, (size_t)x->n * sizeof(double));
+  t = posenc_tensor_contiguous(buf, POSENC_F64, 4, (const int64_t[]){x->dims[0], x->dims[1], x->dims[2], x->dims[3]});
+  check_status(c->name, "apply_mrope", posenc_apply_mrope(mplan, &t, ids->i, batch, length, 0));
+  for (k = 0; k < x->n; ++k) check_close(c->name, "mrope f64 in place", k, buf[k], y->f[k], 1e-12 * dmax(1.0, fabs(y->f[k])) + tol_angle);
+  check_status(c->name, "apply_mrope inverse", posenc_apply_mrope(mplan, &t, ids->i, batch, length, 1));
+  for (k = 0; k < x->n; ++k)
+    check_close(c->name, "mrope f64 inverse of y", k, buf[k], x->f[k], 2.0 * (1e-12 * dmax(1.0, fabs(x->f[k])) + tol_angle));
+done:
+  free(buf);
+  posenc_mrope_plan_destroy(mplan);
   posenc_rope_plan_destroy(plan);
 }
 
@@ -381,6 +500,24 @@ static void alibi_case(const gcase* c) {
     t = posenc_tensor_contiguous(got, POSENC_F64, 3, (const int64_t[]){want->dims[0], want->dims[1], want->dims[2]});
     check_status(c->name, "alibi_bias", posenc_alibi_bias(&cfg, &t, &qpos, 0));
     for (k = 0; k < want->n; ++k) check_close(c->name, "alibi bias", k, got[k], want->f[k], 1e-9 * dmax(1.0, fabs(want->f[k])));
+    /* The add form into scores [1, H, Lq, Lk] prefilled with 0.5: 0.5 + bias; causal (linear form): keys after the
+     * query (j > i + P0) become -inf, the others 0.5 + bias. */
+    {
+      const int64_t lq = want->dims[1], lk = want->dims[2], p0 = pint(c, "query_offset");
+      int causal;
+      t = posenc_tensor_contiguous(got, POSENC_F64, 4, (const int64_t[]){1, want->dims[0], lq, lk});
+      for (causal = 0; causal <= (cfg.form == POSENC_ALIBI_LINEAR); ++causal) {
+        for (k = 0; k < want->n; ++k) got[k] = 0.5;
+        check_status(c->name, "add_alibi_bias", posenc_add_alibi_bias(&cfg, &t, &qpos, causal));
+        for (k = 0; k < want->n; ++k) {
+          const int64_t i = (k / lk) % lq, j = k % lk;
+          if (causal && j > i + p0)
+            check_close(c->name, "add_alibi_bias causal mask", k, isinf(got[k]) && got[k] < 0 ? 0.0 : 1.0, 0.0, 0.0);
+          else
+            check_close(c->name, "add_alibi_bias", k, got[k], 0.5 + want->f[k], 1e-9 * dmax(1.0, fabs(want->f[k])));
+        }
+      }
+    }
   }
   free(got);
 }
@@ -433,6 +570,45 @@ static void sinusoidal_case(const gcase* c) {
   if (skipped) printf("  %s: %ld values at padding_idx %lld not compared (no padding_idx in the C API)\n", c->name, skipped / 2, (long long)pad);
 }
 
+/* T5 bias, table_* cases: scores [1, 3, Lq, Lk] of 1.0 plus a [num_buckets, 3] table of distinct exactly
+ * representable values 0.25 b + 16 h (float32 and float64 tables): exactly 1.0 + table[buckets[i, j], h]. */
+static void t5_bias_check(const gcase* c, const garray* buckets) {
+  enum { T5H = 3 };
+  const int64_t nb = pint(c, "num_buckets"), lq = buckets->dims[0], lk = buckets->dims[1];
+  const posenc_positions qpos = posenc_positions_offset(pint(c, "query_offset"));
+  posenc_t5_bias* bias;
+  posenc_tensor ttab, tscores;
+  double* table = (double*)malloc((size_t)(nb * T5H) * sizeof(double) + 1);
+  double* scores = (double*)malloc((size_t)(T5H * lq * lk) * sizeof(double) + 1);
+  long k, b, h;
+  int f64;
+  for (f64 = 0; f64 < 2 && table != NULL && scores != NULL; ++f64) {
+    const char* what = f64 ? "t5 bias f64 table (exact)" : "t5 bias f32 table (exact)";
+    for (b = 0; b < nb; ++b)
+      for (h = 0; h < T5H; ++h) {
+        if (f64) table[b * T5H + h] = 0.25 * (double)b + 16.0 * (double)h;
+        else ((float*)table)[b * T5H + h] = 0.25f * (float)b + 16.0f * (float)h;
+      }
+    for (k = 0; k < T5H * lq * lk; ++k) {
+      if (f64) scores[k] = 1.0;
+      else ((float*)scores)[k] = 1.0f;
+    }
+    bias = NULL;
+    ttab = posenc_tensor_contiguous(table, f64 ? POSENC_F64 : POSENC_F32, 2, (const int64_t[]){nb, T5H});
+    tscores = posenc_tensor_contiguous(scores, f64 ? POSENC_F64 : POSENC_F32, 4, (const int64_t[]){1, T5H, lq, lk});
+    check_status(c->name, "t5_bias_create", posenc_t5_bias_create(T5H, (int32_t)pint(c, "bidirectional"), nb, pint(c, "max_distance"), &ttab, &bias));
+    if (bias == NULL) continue;
+    check_status(c->name, "add_t5_bias", posenc_add_t5_bias(bias, &tscores, &qpos));
+    for (k = 0; k < T5H * lq * lk; ++k) {
+      const long ij = k % (lq * lk);
+      const double want = 1.0 + 0.25 * (double)buckets->i[ij] + 16.0 * (double)(k / (lq * lk));
+      check_close(c->name, what, k, f64 ? scores[k] : (double)((float*)scores)[k], want, 0.0);
+    }
+    posenc_t5_bias_destroy(bias);
+  }
+  free(table), free(scores);
+}
+
 static void t5_case(const gcase* c) {
   const int bidir = (int)pint(c, "bidirectional");
   const int64_t nb = pint(c, "num_buckets"), md = pint(c, "max_distance");
@@ -451,6 +627,7 @@ static void t5_case(const gcase* c) {
       failure("%s t5 bucket [%ld] relative %lld: got %lld (%s) expected %lld", c->name, k, (long long)r, (long long)b,
               posenc_status_name(s), (long long)want->i[k]);
   }
+  if (table) t5_bias_check(c, want);
 }
 
 static void xpos_case(const gcase* c) {
@@ -549,6 +726,327 @@ static void kv_append_check(void) {
   posenc_rope_plan_destroy(plan);
 }
 
+/* ---- fused RoPE + int8 / fp8 (quant.txt kind fused, rope_append_kv_quantized) -------------------------------- */
+
+/* The four quantisations of a fused case: golden codes, golden scales, format. */
+enum { Q_INT8_DYN, Q_INT8, Q_E4M3, Q_E5M2, Q_VARIANTS };
+static const char* const q_name[Q_VARIANTS] = {"int8 dynamic", "int8 per-head", "fp8 e4m3", "fp8 e5m2"};
+static const char* const q_codes_key[Q_VARIANTS] = {"int8_dyn", "int8", "e4m3", "e5m2"};
+static const char* const q_scale_key[Q_VARIANTS] = {"int8_dyn_scale", "int8_scale", "e4m3_scale", "e5m2_scale"};
+static long g_qdiff[Q_VARIANTS], g_qcodes[Q_VARIANTS]; /* codes one step off the golden ones, codes compared */
+
+/* Magnitude of fp8 code c (0 .. 0x7F, sign bit clear): OCP E4M3 (bias 7, 3 mantissa bits) or E5M2 (bias 15, 2). */
+static double fp8_value(int c, int e5m2) {
+  const int mbits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7;
+  const int e = c >> mbits, m = c & ((1 << mbits) - 1);
+  return e == 0 ? ldexp((double)m, 1 - bias - mbits) : ldexp((double)((1 << mbits) + m), e - bias - mbits);
+}
+
+/* The code of the already-scaled float v (FORMAT.md, detail/math/quant.hpp): int8 round half to even, saturated,
+ * NaN -> 0; fp8 nearest with ties to the even code (= even mantissa), saturating to the largest finite value
+ * (448 / 57344), underflow keeps the sign, NaN -> 0x7F | sign (E4M3) / 0x7E | sign (E5M2). */
+static int quant_code(float v, int variant) {
+  const int e5m2 = variant == Q_E5M2, max_code = e5m2 ? 0x7B : 0x7E, sign = signbit(v) ? 0x80 : 0;
+  const double mag = fabs((double)v);
+  int c, best = 0;
+  if (variant == Q_INT8_DYN || variant == Q_INT8) {
+    const double r = rint((double)v); /* the default rounding mode: half to even */
+    return v != v ? 0 : r < -128.0 ? -128 : r > 127.0 ? 127 : (int)r;
+  }
+  if (v != v) return (e5m2 ? 0x7E : 0x7F) | sign;
+  if (mag >= fp8_value(max_code, e5m2)) return max_code | sign;
+  for (c = 1; c <= max_code; ++c) {
+    const double d = fabs(fp8_value(c, e5m2) - mag), db = fabs(fp8_value(best, e5m2) - mag);
+    if (d < db || (d == db && (c & 1) == 0)) best = c;
+  }
+  return best | sign;
+}
+
+/* A code as a signed step count: int8 codes are their value; fp8 codes their magnitude's index with the sign
+ * (adjacent fp8 values have adjacent codes; -0 and +0 are both 0). */
+static int code_ordinal(int code, int variant) {
+  if (variant == Q_INT8_DYN || variant == Q_INT8) return code;
+  return (code & 0x80) ? -(code & 0x7F) : code;
+}
+
+/* One quantisation of one fused case: codes (and dynamic scales) against the golden ones and against the codes of
+ * the kernel's own float32 rotation yk (posenc_apply_rope of the same input and source). */
+static void quant_run(const gcase* c, const posenc_rope_plan* plan, const posenc_rope_cache* cache, int f64,
+                      const posenc_positions* pos, const float* yk, int variant, const char* src_name) {
+  const garray *x = arr(c, "x"), *y = arr(c, "y"), *want = arr(c, q_codes_key[variant]), *wscale = arr(c, q_scale_key[variant]);
+  const int dynamic = variant == Q_INT8_DYN, is_i8 = variant == Q_INT8_DYN || variant == Q_INT8;
+  const long d = x ? x->dims[3] : 0, heads = x ? x->dims[2] : 0;
+  posenc_quant_spec spec;
+  posenc_tensor tin, tcodes, tscales;
+  unsigned char* codes = NULL;
+  float *scales = NULL, given[64];
+  void* in = NULL;
+  char what[160];
+  long k, row, diff = 0;
+  if (x == NULL || y == NULL || want == NULL || wscale == NULL || heads > 64) {
+    failure("%s %s: case not runnable", c->name, q_name[variant]);
+    return;
+  }
+  snprintf(what, sizeof what, "quant %s %s %s", q_name[variant], f64 ? "f64 in" : "f32 in", src_name);
+  in = malloc((size_t)x->n * sizeof(double) + 1);
+  codes = (unsigned char*)malloc((size_t)x->n + 1);
+  scales = (float*)malloc((size_t)(x->n / d) * sizeof(float) + 1);
+  if (in == NULL || codes == NULL || scales == NULL) goto done;
+  for (k = 0; k < x->n; ++k) {
+    if (f64) ((double*)in)[k] = x->f[k];
+    else ((float*)in)[k] = (float)x->f[k];
+  }
+  memset(codes, 0xA5, (size_t)x->n);
+  for (k = 0; k < x->n / d; ++k) scales[k] = -7.0f;
+  posenc_quant_spec_init(&spec);
+  if (!dynamic) {
+    for (k = 0; k < heads; ++k) given[k] = (float)wscale->f[k]; /* exactly float32 (FORMAT.md) */
+    spec.scales = given;
+    spec.format = variant == Q_INT8 ? POSENC_QUANT_INT8 : variant == Q_E4M3 ? POSENC_QUANT_FP8_E4M3 : POSENC_QUANT_FP8_E5M2;
+  }
+  tin = posenc_tensor_contiguous(in, f64 ? POSENC_F64 : POSENC_F32, 4, (const int64_t[]){x->dims[0], x->dims[1], x->dims[2], x->dims[3]});
+  tcodes = tin, tcodes.data = codes, tcodes.dtype = is_i8 ? POSENC_I8 : POSENC_U8;
+  tscales = posenc_tensor_contiguous(scales, POSENC_F32, 3, (const int64_t[]){x->dims[0], x->dims[1], x->dims[2]});
+  check_status(c->name, what, posenc_apply_rope_quantized(plan, cache, &tin, &tcodes, dynamic ? &tscales : NULL, pos, &spec));
+  for (row = 0; row < x->n / d; ++row) {
+    const long h = row % heads;
+    float scale = dynamic ? 0.0f : given[h], inv, absmax = 0.0f;
+    if (dynamic) {
+      for (k = 0; k < d; ++k) absmax = fabsf(yk[row * d + k]) > absmax ? fabsf(yk[row * d + k]) : absmax;
+      scale = absmax / 127.0f;
+      check_close(c->name, "quant dynamic scale (rel 2^-21)", row, scales[row], wscale->f[row], ldexp(fabs(wscale->f[row]), -21));
+      ++g_checks;
+      if (scales[row] != scale)
+        failure("%s %s scale [%ld]: got %.9g, absmax/127 of its own rotation %.9g", c->name, what, row, scales[row], scale);
+    }
+    inv = scale == 0.0f ? 0.0f : 1.0f / scale;
+    for (k = row * d; k < (row + 1) * d; ++k) {
+      const int got = is_i8 ? (int)(signed char)codes[k] : (int)codes[k];
+      const int own = quant_code(yk[k] * inv, variant);
+      const int step = abs(code_ordinal(got, variant) - code_ordinal((int)want->i[k], variant));
+      g_checks += 2;
+      if (step > 1) failure("%s %s [%ld]: code %d, golden %d (%d steps; y %.9g)", c->name, what, k, got, (int)want->i[k], step, y->f[k]);
+      diff += step != 0;
+      if (got != own)
+        failure("%s %s [%ld]: code %d, but its own rotation %.9g gives %d (golden %d)", c->name, what, k, got, yk[k], own, (int)want->i[k]);
+    }
+  }
+  g_qdiff[variant] += diff, g_qcodes[variant] += x->n;
+  if (diff) printf("  %s %s: %ld of %ld codes one step off the golden codes\n", c->name, what, diff, x->n);
+  for (k = 0; k < x->n; ++k)
+    if (f64 ? ((double*)in)[k] != x->f[k] : ((float*)in)[k] != (float)x->f[k]) k = x->n, failure("%s %s: input modified", c->name, what);
+done:
+  free(in), free(codes), free(scales);
+}
+
+/* A fused case: float32 and float64 input, plan and float32 cache, each through the four quantisations. */
+static void quant_case(const gcase* c) {
+  const garray *x = arr(c, "x"), *positions = arr(c, "positions");
+  posenc_rope_config cfg;
+  posenc_rope_plan* plan = NULL;
+  posenc_rope_cache* c32 = NULL;
+  posenc_positions pos;
+  posenc_tensor tin, tout;
+  void* in = NULL;
+  float* yk = NULL;
+  long k;
+  int f64, src, v;
+  if (x == NULL || positions == NULL || x->rank != 4 || rope_config_of(c, &cfg) != 0) {
+    failure("%s: case not runnable", c->name);
+    return;
+  }
+  pos = posenc_positions_per_token(positions->i, POSENC_I64, positions->dims[0], positions->dims[1], -1);
+  check_status(c->name, "plan_create", posenc_rope_plan_create(&cfg, 0, &plan));
+  if (plan == NULL) return;
+  check_status(c->name, "cache_create f32", posenc_rope_cache_create(plan, max_of(positions) + 1, POSENC_F32, &c32));
+  in = malloc((size_t)x->n * sizeof(double) + 1);
+  yk = (float*)malloc((size_t)x->n * sizeof(float) + 1);
+  for (f64 = 0; f64 < 2 && in != NULL && yk != NULL; ++f64)
+    for (src = 0; src < 2 && (src == 0 || c32 != NULL); ++src) {
+      const posenc_rope_plan* p = src == 0 ? plan : NULL;
+      const posenc_rope_cache* cc = src == 0 ? NULL : c32;
+      for (k = 0; k < x->n; ++k) {
+        if (f64) ((double*)in)[k] = x->f[k];
+        else ((float*)in)[k] = (float)x->f[k];
+      }
+      /* The kernel's own rotation: the same input, source and positions, rounded once to float32. */
+      tin = posenc_tensor_contiguous(in, f64 ? POSENC_F64 : POSENC_F32, 4, (const int64_t[]){x->dims[0], x->dims[1], x->dims[2], x->dims[3]});
+      tout = tin, tout.data = yk, tout.dtype = POSENC_F32;
+      check_status(c->name, "reference apply_rope", posenc_apply_rope(p, cc, &tin, &tout, &pos, 0));
+      for (v = 0; v < Q_VARIANTS; ++v) quant_run(c, p, cc, f64, &pos, yk, v, src == 0 ? "plan" : "cache<f32>");
+    }
+  free(in), free(yk);
+  posenc_rope_cache_destroy(c32);
+  posenc_rope_plan_destroy(plan);
+}
+
+/* The differing codes of all fused runs, per format: more than 1% fails (FORMAT.md: boundary cases only). */
+static void quant_summary(void) {
+  int v;
+  for (v = 0; v < Q_VARIANTS; ++v) {
+    ++g_checks;
+    printf("  quant %-13s %ld of %ld codes one step off the golden codes (%.2f%%)\n", q_name[v], g_qdiff[v], g_qcodes[v],
+           g_qcodes[v] ? 100.0 * (double)g_qdiff[v] / (double)g_qcodes[v] : 0.0);
+    if (g_qcodes[v] == 0) failure("quant %s: no code compared", q_name[v]);
+    else if (100 * g_qdiff[v] > g_qcodes[v]) failure("quant %s: %ld of %ld codes differ (more than 1%%)", q_name[v], g_qdiff[v], g_qcodes[v]);
+  }
+}
+
+/* int8 codes, exact; the first difference is printed. */
+static void compare_codes(const char* what, const signed char* got, const signed char* want, long n) {
+  long k;
+  ++g_checks;
+  for (k = 0; k < n; ++k)
+    if (got[k] != want[k]) {
+      failure("kv_append_quant %s [%ld]: code %d expected %d", what, k, got[k], want[k]);
+      return;
+    }
+}
+
+/* rope_append_kv_quantized: k (rotated) and v of the fused buffer into paged int8 caches with dynamic scales. */
+static void kv_append_quant_check(void) {
+  static float qkv[KN * KL * HALL * KD], before[KN * KL * HALL * KD], kref_scales[KN * KL * HK];
+  static signed char kref[KN * KL * HK * KD], kc[BLOCKS * BLOCK * HK * KD], vc[BLOCKS * BLOCK * HK * KD],
+      expect_kc[BLOCKS * BLOCK * HK * KD], expect_vc[BLOCKS * BLOCK * HK * KD];
+  static float ks[BLOCKS * BLOCK * HK], vs[BLOCKS * BLOCK * HK], expect_ks[BLOCKS * BLOCK * HK], expect_vs[BLOCKS * BLOCK * HK];
+  const int64_t slots[KN * KL] = {5, 0, 11, 7, -1, 2}; /* token (1, 1) is skipped */
+  const int64_t starts_at[KN] = {3, 10};
+  const int64_t cache_shape[4] = {BLOCKS, BLOCK, HK, KD}, scale_shape[3] = {BLOCKS, BLOCK, HK};
+  posenc_rope_config cfg;
+  posenc_rope_plan* plan = NULL;
+  posenc_rope_cache* cache = NULL;
+  posenc_positions pos = posenc_positions_per_sequence(starts_at, POSENC_I64, KN);
+  posenc_kv_slots kslots = posenc_kv_slots_paged(slots, KN, KL);
+  posenc_quant_spec spec;
+  posenc_tensor k, v, tkref, tkref_s, tkc, tvc, tks, tvs;
+  int src, t, h, i;
+  posenc_rope_config_init(&cfg);
+  cfg.head_dim = KD;
+  posenc_quant_spec_init(&spec); /* dynamic int8 */
+  check_status("kv_append_quant", "plan_create", posenc_rope_plan_create(&cfg, 0, &plan));
+  if (plan == NULL) return;
+  check_status("kv_append_quant", "cache_create", posenc_rope_cache_create(plan, 64, POSENC_F32, &cache));
+  for (src = 0; src < 2 && (src == 0 || cache != NULL); ++src) {
+    const posenc_rope_plan* p = src == 0 ? plan : NULL;
+    const posenc_rope_cache* cc = src == 0 ? NULL : cache;
+    for (i = 0; i < KN * KL * HALL * KD; ++i) qkv[i] = (float)((i * 37 + 11) % 101 - 50) / 64.0f;
+    for (i = 0; i < HK * KD; ++i) qkv[(1 * HALL + HQ + HK) * KD + i] = 0.0f; /* token (0, 1): v all zero, scale 0 */
+    /* token (1, 0) v head 0: absmax 1, scale 1/127.0f, and two values whose codes by v * (1/scale) (5, -7) are not
+     * those of v / scale (6, -8): the multiply of FORMAT.md is what is checked */
+    qkv[(KL * HALL + HQ + HK) * KD + 0] = 1.0f;
+    qkv[(KL * HALL + HQ + HK) * KD + 1] = 0x1.62c58ap-5f;
+    qkv[(KL * HALL + HQ + HK) * KD + 2] = -0x1.e3c78ep-5f;
+    memcpy(before, qkv, sizeof qkv);
+    memset(kc, 0x5A, sizeof kc), memset(vc, 0x5A, sizeof vc);
+    for (i = 0; i < BLOCKS * BLOCK * HK; ++i) ks[i] = vs[i] = -7.0f;
+    memcpy(expect_kc, kc, sizeof kc), memcpy(expect_vc, vc, sizeof vc);
+    memcpy(expect_ks, ks, sizeof ks), memcpy(expect_vs, vs, sizeof vs);
+    k = posenc_tensor_contiguous(qkv + HQ * KD, POSENC_F32, 4, (const int64_t[]){KN, KL, HK, KD});
+    k.strides[0] = KL * HALL * KD, k.strides[1] = HALL * KD;
+    v = k, v.data = qkv + (HQ + HK) * KD;
+    tkref = posenc_tensor_contiguous(kref, POSENC_I8, 4, (const int64_t[]){KN, KL, HK, KD});
+    tkref_s = posenc_tensor_contiguous(kref_scales, POSENC_F32, 3, (const int64_t[]){KN, KL, HK});
+    tkc = posenc_tensor_contiguous(kc, POSENC_I8, 4, cache_shape);
+    tvc = posenc_tensor_contiguous(vc, POSENC_I8, 4, cache_shape);
+    tks = posenc_tensor_contiguous(ks, POSENC_F32, 3, scale_shape);
+    tvs = posenc_tensor_contiguous(vs, POSENC_F32, 3, scale_shape);
+    /* Expected: k through apply_rope_quantized, v quantised here, rows placed by slot. */
+    check_status("kv_append_quant", "reference apply_rope_quantized k", posenc_apply_rope_quantized(p, cc, &k, &tkref, &tkref_s, &pos, &spec));
+    for (t = 0; t < KN * KL; ++t) {
+      if (slots[t] < 0) continue;
+      memcpy(&expect_kc[slots[t] * HK * KD], &kref[t * HK * KD], HK * KD);
+      memcpy(&expect_ks[slots[t] * HK], &kref_scales[t * HK], HK * sizeof(float));
+      for (h = 0; h < HK; ++h) {
+        const float* row = &qkv[t * HALL * KD + (HQ + HK + h) * KD];
+        float absmax = 0.0f, scale, inv;
+        for (i = 0; i < KD; ++i) absmax = fabsf(row[i]) > absmax ? fabsf(row[i]) : absmax;
+        scale = absmax / 127.0f;
+        inv = scale == 0.0f ? 0.0f : 1.0f / scale;
+        expect_vs[slots[t] * HK + h] = scale;
+        for (i = 0; i < KD; ++i) expect_vc[(slots[t] * HK + h) * KD + i] = (signed char)quant_code(row[i] * inv, Q_INT8_DYN);
+      }
+    }
+    check_status("kv_append_quant", "rope_append_kv_quantized",
+                 posenc_rope_append_kv_quantized(p, cc, &k, &v, &tkc, &tvc, &pos, &kslots, &spec, &spec, &tks, &tvs));
+    compare_codes(src ? "cache: k_cache" : "plan: k_cache", kc, expect_kc, sizeof kc);
+    compare_bits(src ? "quantized cache: k_scales" : "quantized plan: k_scales", ks, expect_ks, BLOCKS * BLOCK * HK);
+    compare_codes(src ? "cache: v_cache (v * (1/scale))" : "plan: v_cache (v * (1/scale))", vc, expect_vc, sizeof vc);
+    compare_bits(src ? "quantized cache: v_scales" : "quantized plan: v_scales", vs, expect_vs, BLOCKS * BLOCK * HK);
+    compare_bits(src ? "quantized cache: fused input untouched" : "quantized plan: fused input untouched", qkv, before,
+                 KN * KL * HALL * KD);
+  }
+  posenc_rope_cache_destroy(cache);
+  posenc_rope_plan_destroy(plan);
+}
+
+/* ---- learned positions, rerotation ----------------------------------------------------------------------------- */
+
+/* posenc_add_learned: table [M + 2, D] of dyadic values, scale 0.5, position_offset 2, per-token positions;
+ * x + 0.5 * table[p + 2] is exact in double. */
+static void learned_check(void) {
+  enum { LM = 8, LOFF = 2, LN = 2, LL = 3, LD = 4 };
+  static double table[(LM + LOFF) * LD], x[LN * LL * LD], out[LN * LL * LD], xin[LN * LL * LD];
+  const int64_t ids[LN * LL] = {0, 5, 7, 3, 1, 6};
+  const int64_t shape[3] = {LN, LL, LD};
+  const posenc_positions pos = posenc_positions_per_token(ids, POSENC_I64, LN, LL, -1);
+  posenc_learned* learned = NULL;
+  posenc_tensor ttab, tin, tout;
+  int i, in_place;
+  for (i = 0; i < (LM + LOFF) * LD; ++i) table[i] = (double)i / 8.0 - 2.0;
+  for (i = 0; i < LN * LL * LD; ++i) x[i] = (double)((i * 7) % 23) / 16.0 - 0.75;
+  ttab = posenc_tensor_contiguous(table, POSENC_F64, 2, (const int64_t[]){LM + LOFF, LD});
+  check_status("learned", "learned_create", posenc_learned_create(LM, LD, 0.5, LOFF, &ttab, &learned));
+  if (learned == NULL) return;
+  for (in_place = 0; in_place < 2; ++in_place) {
+    const char* what = in_place ? "learned f64 in place (exact)" : "learned f64 out of place (exact)";
+    memcpy(xin, x, sizeof x);
+    for (i = 0; i < LN * LL * LD; ++i) out[i] = -99.0;
+    tin = posenc_tensor_contiguous(xin, POSENC_F64, 3, shape);
+    tout = posenc_tensor_contiguous(out, POSENC_F64, 3, shape);
+    check_status("learned", what, posenc_add_learned(learned, &tin, in_place ? NULL : &tout, &pos));
+    for (i = 0; i < LN * LL * LD; ++i)
+      check_close("learned", what, i, in_place ? xin[i] : out[i], x[i] + 0.5 * table[(ids[i / LD] + LOFF) * LD + i % LD], 0.0);
+    ++g_checks;
+    if (!in_place && memcmp(xin, x, sizeof x) != 0) failure("learned %s: input modified", what);
+  }
+  posenc_learned_destroy(learned);
+}
+
+/* posenc_rerotate_rope between a plain plan and a linear (factor 4) one, both directions, float64. */
+static void rerotate_check(void) {
+  enum { RL = 4, RH = 2, RD = 32, RN = RL * RH * RD };
+  static double x[RN], a[RN], b[RN];
+  const int64_t ids[RL] = {0, 1, 4097, 30000};
+  const int64_t shape[4] = {1, RL, RH, RD};
+  const posenc_positions pos = posenc_positions_per_token(ids, POSENC_I64, 1, RL, -1);
+  posenc_rope_config cfg;
+  posenc_rope_plan *plain = NULL, *linear = NULL;
+  posenc_tensor ta, tb;
+  int i, dir;
+  /* With the same double w on both sides, the sides differ by the roundings of p * w_from, w_to - w_from,
+   * p * (w_to - w_from) and p * w_to, each <= 2^-53 p (w <= 1): 4 * 2^-53 p, within two angle bounds. */
+  const double tol_angle = 2.0 * angle_bound(30000, sqrt(2.0), 1.0);
+  for (i = 0; i < RN; ++i) x[i] = (double)((i * 29 + 5) % 61 - 30) / 32.0;
+  posenc_rope_config_init(&cfg);
+  cfg.head_dim = RD;
+  check_status("rerotate", "plan_create none", posenc_rope_plan_create(&cfg, 0, &plain));
+  cfg.scaling = POSENC_SCALING_LINEAR, cfg.factor = 4.0;
+  check_status("rerotate", "plan_create linear 4", posenc_rope_plan_create(&cfg, 0, &linear));
+  for (dir = 0; dir < 2 && plain != NULL && linear != NULL; ++dir) {
+    const posenc_rope_plan *from = dir == 0 ? plain : linear, *to = dir == 0 ? linear : plain;
+    const char* what = dir == 0 ? "rerotate none -> linear 4" : "rerotate linear 4 -> none";
+    memcpy(a, x, sizeof x), memcpy(b, x, sizeof x);
+    ta = posenc_tensor_contiguous(a, POSENC_F64, 4, shape);
+    tb = posenc_tensor_contiguous(b, POSENC_F64, 4, shape);
+    check_status("rerotate", "apply_rope from", posenc_apply_rope(from, NULL, &ta, NULL, &pos, 0));
+    check_status("rerotate", what, posenc_rerotate_rope(from, to, &ta, &pos));
+    check_status("rerotate", "apply_rope to", posenc_apply_rope(to, NULL, &tb, NULL, &pos, 0));
+    for (i = 0; i < RN; ++i) check_close("rerotate", what, i, a[i], b[i], 1e-12 * dmax(1.0, fabs(b[i])) + tol_angle);
+  }
+  posenc_rope_plan_destroy(plain);
+  posenc_rope_plan_destroy(linear);
+}
+
 /* ---- rejected calls ------------------------------------------------------------------------------------------ */
 
 /* After a rejected call: a non-OK status, a message, and `out` as it was (`before`). */
@@ -559,7 +1057,7 @@ static void expect_rejected(const char* what, posenc_status s, const void* out, 
   if (s == POSENC_OK) failure("rejected %s: returned OK", what);
   else if (len == 0 || msg[0] == '\0') failure("rejected %s: status %s but posenc_last_error is empty", what, posenc_status_name(s));
   else if (memcmp(out, before, size) != 0) failure("rejected %s: output modified", what);
-  else printf("  rejected %-28s %-17s \"%s\"\n", what, posenc_status_name(s), msg);
+  else printf("  rejected %-40s %-17s \"%s\"\n", what, posenc_status_name(s), msg);
 }
 
 /* A successful call first, so that a message can only come from the rejected call. */
@@ -623,38 +1121,175 @@ static void rejected_calls(const char* dir) {
   posenc_rope_plan_destroy(plan);
 }
 
+/* The rejected calls of the MRoPE, quantising, T5 bias, learned and rerotation functions. */
+static void rejected_new_calls(void) {
+  double x[16], xb[16], tab[40], tabb[40];
+  float fcodes[16], fcodes_b[16];
+  signed char codes[16], codes_b[16], kc[16], kc_b[16];
+  float scales[2], scales_b[2], fx[16];
+  const int64_t shape[4] = {1, 2, 1, 8}, ids[9] = {0, 1, 2, 0, 1, 2, 0, 1, 2}, good_sections[3] = {2, 1, 1}, bad_sections[3] = {2, 1, 0};
+  const int64_t slot[2] = {0, -1};
+  posenc_rope_config cfg;
+  posenc_rope_plan *plan = NULL, *narrow = NULL;
+  posenc_mrope_plan *mplan = NULL, *mout, *const mout0 = (posenc_mrope_plan*)(void*)&x[1];
+  posenc_t5_bias *t5 = NULL, *t5out, *const t5out0 = (posenc_t5_bias*)(void*)&x[2];
+  posenc_learned *learned = NULL, *lout, *const lout0 = (posenc_learned*)(void*)&x[3];
+  posenc_positions pos = posenc_positions_offset(3), bad_pos = posenc_positions_offset(9);
+  posenc_kv_slots kslots = posenc_kv_slots_paged(slot, 1, 2);
+  posenc_quant_spec spec, fp8;
+  posenc_tensor tx, tf, tc, tcf, ts, tkc, ttab, t3;
+  int i;
+  for (i = 0; i < 16; ++i) x[i] = 0.125 * i - 1.0, fx[i] = (float)x[i], fcodes[i] = 500.0f + (float)i, codes[i] = kc[i] = (signed char)(i - 8);
+  for (i = 0; i < 40; ++i) tab[i] = 0.5 * i;
+  scales[0] = scales[1] = -3.0f;
+  memcpy(xb, x, sizeof x), memcpy(fcodes_b, fcodes, sizeof fcodes), memcpy(codes_b, codes, sizeof codes);
+  memcpy(kc_b, kc, sizeof kc), memcpy(scales_b, scales, sizeof scales), memcpy(tabb, tab, sizeof tab);
+  posenc_rope_config_init(&cfg);
+  cfg.head_dim = 8;
+  check_status("rejected", "plan_create", posenc_rope_plan_create(&cfg, 0, &plan));
+  cfg.rotary_dim = 4;
+  check_status("rejected", "plan_create rotary_dim 4", posenc_rope_plan_create(&cfg, 0, &narrow));
+  if (plan == NULL || narrow == NULL) goto done;
+  check_status("rejected", "mrope_plan_create", posenc_mrope_plan_create(plan, good_sections, 0, &mplan));
+  tx = posenc_tensor_contiguous(x, POSENC_F64, 4, shape);
+  tf = posenc_tensor_contiguous(fx, POSENC_F32, 4, shape);
+  tc = posenc_tensor_contiguous(codes, POSENC_I8, 4, shape);
+  tcf = posenc_tensor_contiguous(fcodes, POSENC_F32, 4, shape);
+  ts = posenc_tensor_contiguous(scales, POSENC_F32, 3, (const int64_t[]){1, 2, 1});
+  tkc = posenc_tensor_contiguous(kc, POSENC_I8, 4, (const int64_t[]){1, 2, 1, 8});
+  posenc_quant_spec_init(&spec);
+  posenc_quant_spec_init(&fp8);
+  fp8.format = POSENC_QUANT_FP8_E4M3; /* with no scales: dynamic, which is int8 only */
+
+  clear_error();
+  expect_rejected("rerotate null from", posenc_rerotate_rope(NULL, plan, &tx, &pos), x, xb, sizeof x);
+  clear_error();
+  expect_rejected("rerotate null to", posenc_rerotate_rope(plan, NULL, &tx, &pos), x, xb, sizeof x);
+  clear_error();
+  expect_rejected("rerotate other rotary_dim", posenc_rerotate_rope(plan, narrow, &tx, &pos), x, xb, sizeof x);
+  clear_error();
+  mout = mout0;
+  expect_rejected("mrope_plan_create null plan", posenc_mrope_plan_create(NULL, good_sections, 0, &mout), &mout, &mout0, sizeof mout);
+  clear_error();
+  mout = mout0;
+  expect_rejected("mrope sections 2+1+0 (R/2 = 4)", posenc_mrope_plan_create(plan, bad_sections, 1, &mout), &mout, &mout0, sizeof mout);
+  clear_error();
+  expect_rejected("apply_mrope null plan", posenc_apply_mrope(NULL, &tx, ids, -1, 2, 0), x, xb, sizeof x);
+  if (mplan != NULL) {
+    clear_error();
+    expect_rejected("apply_mrope batch -2", posenc_apply_mrope(mplan, &tx, ids, -2, 2, 0), x, xb, sizeof x);
+    clear_error();
+    expect_rejected("apply_mrope length 3 (L = 2)", posenc_apply_mrope(mplan, &tx, ids, 1, 3, 0), x, xb, sizeof x);
+  }
+  clear_error();
+  expect_rejected("quantized codes POSENC_F32", posenc_apply_rope_quantized(plan, NULL, &tf, &tcf, &ts, &pos, &spec), fcodes,
+                  fcodes_b, sizeof fcodes);
+  clear_error();
+  expect_rejected("quantized no plan, no cache", posenc_apply_rope_quantized(NULL, NULL, &tf, &tc, &ts, &pos, &spec), codes, codes_b, sizeof codes);
+  clear_error();
+  expect_rejected("quantized fp8 into POSENC_I8", posenc_apply_rope_quantized(plan, NULL, &tf, &tc, &ts, &pos, &fp8), codes, codes_b, sizeof codes);
+  clear_error();
+  tc.dtype = POSENC_U8;
+  expect_rejected("quantized fp8 without scales", posenc_apply_rope_quantized(plan, NULL, &tf, &tc, NULL, &pos, &fp8), codes, codes_b, sizeof codes);
+  tc.dtype = POSENC_I8;
+  clear_error();
+  expect_rejected("quantized dynamic, null scales", posenc_apply_rope_quantized(plan, NULL, &tf, &tc, NULL, &pos, &spec), codes,
+                  codes_b, sizeof codes);
+  clear_error();
+  tcf = posenc_tensor_contiguous(fcodes, POSENC_F32, 4, (const int64_t[]){1, 2, 1, 8});
+  expect_rejected("append quantized k_cache F32",
+                  posenc_rope_append_kv_quantized(plan, NULL, &tf, &tf, &tcf, &tkc, &pos, &kslots, &spec, &spec, &ts, &ts),
+                  fcodes, fcodes_b, sizeof fcodes);
+  ++g_checks;
+  if (memcmp(kc, kc_b, sizeof kc) != 0 || memcmp(scales, scales_b, sizeof scales) != 0)
+    failure("rejected append quantized k_cache F32: v_cache or scales modified");
+  clear_error();
+  t5out = t5out0;
+  ttab = posenc_tensor_contiguous(tab, POSENC_F32, 2, (const int64_t[]){8, 4});
+  expect_rejected("t5_bias_create table [8, 4], H 3", posenc_t5_bias_create(3, 1, 8, 32, &ttab, &t5out), &t5out, &t5out0, sizeof t5out);
+  clear_error();
+  t5out = t5out0;
+  expect_rejected("t5_bias_create null table", posenc_t5_bias_create(3, 1, 8, 32, NULL, &t5out), &t5out, &t5out0, sizeof t5out);
+  clear_error();
+  t3 = posenc_tensor_contiguous(x, POSENC_F64, 4, (const int64_t[]){1, 1, 2, 8});
+  expect_rejected("add_t5_bias null bias", posenc_add_t5_bias(NULL, &t3, &pos), x, xb, sizeof x);
+  ttab = posenc_tensor_contiguous(tab, POSENC_F64, 2, (const int64_t[]){8, 3});
+  check_status("rejected", "t5_bias_create", posenc_t5_bias_create(3, 1, 8, 32, &ttab, &t5));
+  if (t5 != NULL) {
+    clear_error();
+    expect_rejected("add_t5_bias 1 head (table 3)", posenc_add_t5_bias(t5, &t3, &pos), x, xb, sizeof x);
+  }
+  clear_error();
+  lout = lout0;
+  ttab = posenc_tensor_contiguous(tab, POSENC_F64, 2, (const int64_t[]){8, 4}); /* needs 8 + 2 rows */
+  expect_rejected("learned_create table [8, 4] (10 rows)", posenc_learned_create(8, 4, 0.5, 2, &ttab, &lout), &lout, &lout0, sizeof lout);
+  clear_error();
+  lout = lout0;
+  ttab = posenc_tensor_contiguous(tab, POSENC_F64, 2, (const int64_t[]){10, 4});
+  expect_rejected("learned_create max_positions 0", posenc_learned_create(0, 4, 0.5, 2, &ttab, &lout), &lout, &lout0, sizeof lout);
+  t3 = posenc_tensor_contiguous(x, POSENC_F64, 3, (const int64_t[]){1, 4, 4});
+  clear_error();
+  expect_rejected("add_learned null handle", posenc_add_learned(NULL, &t3, NULL, &pos), x, xb, sizeof x);
+  check_status("rejected", "learned_create", posenc_learned_create(8, 4, 0.5, 2, &ttab, &learned));
+  if (learned != NULL) {
+    clear_error();
+    expect_rejected("add_learned position 12 (max 8)", posenc_add_learned(learned, &t3, NULL, &bad_pos), x, xb, sizeof x);
+  }
+  ++g_checks;
+  if (memcmp(tab, tabb, sizeof tab) != 0) failure("rejected: a table was modified");
+done:
+  posenc_learned_destroy(learned);
+  posenc_t5_bias_destroy(t5);
+  posenc_mrope_plan_destroy(mplan);
+  posenc_rope_plan_destroy(narrow);
+  posenc_rope_plan_destroy(plan);
+}
+
 /* ---- main ---------------------------------------------------------------------------------------------------- */
 
 int main(int argc, char** argv) {
-  static const char* files[] = {"rope_basic.txt", "rope_scaling.txt", "alibi.txt", "sinusoidal.txt", "t5.txt", "xpos.txt"};
+  static const char* files[] = {"rope_basic.txt", "rope_scaling.txt", "mrope.txt", "quant.txt", "alibi.txt",
+                                "sinusoidal.txt", "t5.txt", "xpos.txt"};
+  const int nfiles = (int)(sizeof files / sizeof files[0]);
   int f, i;
   if (argc != 2) {
     fprintf(stderr, "usage: %s <tests/golden directory>\n", argv[0]);
     return 2;
   }
   printf("golden_c: posenc %s, C API %d, ISA %s\n", posenc_version(), posenc_c_api_version(), posenc_active_isa());
-  for (f = 0; f < 6; ++f) {
+  for (f = 0; f < nfiles; ++f) {
+    const char* file = files[f];
     gfile g;
     int run = 0;
     const long failures0 = g_failures;
-    if (load_gfile(argv[1], files[f], &g) != 0) continue; /* counted as a failure */
+    if (load_gfile(argv[1], file, &g) != 0) continue; /* counted as a failure */
     for (i = 0; i < g.n; ++i) {
       const gcase* c = &g.cases[i];
       ++run;
-      if (f <= 1) rope_case(c);
-      else if (f == 2 && (starts(c->name, "slopes_") || starts(c->name, "bias_"))) alibi_case(c);
-      else if (f == 3) sinusoidal_case(c);
-      else if (f == 4 && (starts(c->name, "boundary_") || starts(c->name, "table_"))) t5_case(c);
-      else if (f == 5) xpos_case(c);
-      else --run, printf("  %s: case %s not handled\n", files[f], c->name);
+      if (starts(file, "rope_")) rope_case(c);
+      else if (strcmp(file, "mrope.txt") == 0) mrope_case(c);
+      else if (strcmp(file, "quant.txt") == 0 && is(c, "kind", "fused")) quant_case(c);
+      else if (strcmp(file, "alibi.txt") == 0 && (starts(c->name, "slopes_") || starts(c->name, "bias_"))) alibi_case(c);
+      else if (strcmp(file, "sinusoidal.txt") == 0) sinusoidal_case(c);
+      else if (strcmp(file, "t5.txt") == 0 && (starts(c->name, "boundary_") || starts(c->name, "table_"))) t5_case(c);
+      else if (strcmp(file, "xpos.txt") == 0) xpos_case(c);
+      else --run, printf("  %s: case %s not handled\n", file, c->name);
     }
-    printf("%s: %d of %d cases run, %ld failures\n", files[f], run, g.n, g_failures - failures0);
-    if (run == 0) failure("%s: no case run", files[f]);
+    if (strcmp(file, "quant.txt") == 0) quant_summary();
+    printf("%s: %d of %d cases run, %ld failures\n", file, run, g.n, g_failures - failures0);
+    if (run == 0) failure("%s: no case run", file);
     free_gfile(&g);
   }
   kv_append_check();
   printf("kv append (paged float32, plan and cache): done\n");
+  kv_append_quant_check();
+  printf("kv append quantized (paged int8, dynamic scales, plan and cache): done\n");
+  learned_check();
+  printf("learned add (float64, out of place and in place): done\n");
+  rerotate_check();
+  printf("rerotate (none <-> linear 4, float64): done\n");
   rejected_calls(argv[1]);
+  rejected_new_calls();
   printf("max |error| and max |error| / tolerance per family:\n");
   for (i = 0; i < MAX_LABELS && g_max[i].label != NULL; ++i)
     printf("  %-34s %.3e  %.3f\n", g_max[i].label, g_max[i].err, g_max[i].ratio);

@@ -65,8 +65,16 @@ POSENC_C_API size_t posenc_last_error(char* buf, size_t size);
 
 /* ---- tensors and positions --------------------------------------------------------------------------------- */
 
-/** Element types. F16 and BF16 are bit patterns (uint16_t): IEEE binary16 and bfloat16. */
-typedef enum posenc_dtype { POSENC_F32 = 1, POSENC_F64 = 2, POSENC_F16 = 3, POSENC_BF16 = 4 } posenc_dtype;
+/** Element types. F16 and BF16 are bit patterns (uint16_t): IEEE binary16 and bfloat16. I8 and U8 are the
+ * 8-bit codes of the quantised calls only (int8 codes; fp8 E4M3 / E5M2 codes). */
+typedef enum posenc_dtype {
+  POSENC_F32 = 1,
+  POSENC_F64 = 2,
+  POSENC_F16 = 3,
+  POSENC_BF16 = 4,
+  POSENC_I8 = 5,
+  POSENC_U8 = 6
+} posenc_dtype;
 
 #define POSENC_MAX_RANK 4
 
@@ -258,6 +266,62 @@ POSENC_C_API posenc_status posenc_rope_append_kv(const posenc_rope_plan* plan, c
 /** shift_rope: k (N, L, H, D) rotated in place by delta positions (the context shift of a KV cache). */
 POSENC_C_API posenc_status posenc_shift_rope(const posenc_rope_plan* plan, const posenc_tensor* k, int64_t delta);
 
+/** rerotate_rope: k (N, L, H, D) in place from the rotation of plan `from` to that of plan `to` at the same
+ * positions (angle p * (w_to - w_from), magnitude m_to / m_from): LongRoPE's short -> long switch, dynamic NTK
+ * growth, without recomputing the keys. The plans must share their geometry. */
+POSENC_C_API posenc_status posenc_rerotate_rope(const posenc_rope_plan* from, const posenc_rope_plan* to,
+                                                const posenc_tensor* k, const posenc_positions* pos);
+
+/* ---- MRoPE (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) ----------------------------------------------------------------- */
+
+/** A multimodal RoPE plan: the plan's pairs split into temporal, height and width sections. */
+typedef struct posenc_mrope_plan posenc_mrope_plan;
+
+/** mrope_plan: sections[0..2] (>= 0, summing to R/2; HF `mrope_section`); interleaved != 0 is Qwen3-VL's
+ * layout (pair i takes h if i % 3 == 1, w if i % 3 == 2), 0 Qwen2-VL's chunked one. The plan is copied. */
+POSENC_C_API posenc_status posenc_mrope_plan_create(const posenc_rope_plan* plan, const int64_t* sections,
+                                                    int32_t interleaved, posenc_mrope_plan** out);
+POSENC_C_API void posenc_mrope_plan_destroy(posenc_mrope_plan* plan);
+/** apply_mrope on x (N, L, H, D) in place: token (n, l) at positions ids[(3 n + a) L + l] of axis a (t, h, w)
+ * when batch >= 0 ((N, 3, L) ids, batch = N), or ids[a L + l] for every sequence when batch = -1 ((3, L) ids).
+ * inverse != 0: the transpose. */
+POSENC_C_API posenc_status posenc_apply_mrope(const posenc_mrope_plan* plan, const posenc_tensor* x,
+                                              const int64_t* ids, int64_t batch, int64_t length, int32_t inverse);
+
+/* ---- 8-bit KV caches: RoPE then int8 / fp8 codes ------------------------------------------------------------ */
+
+typedef enum posenc_quant_format {
+  POSENC_QUANT_INT8 = 0,     /**< symmetric int8 (POSENC_I8 codes), round half to even, saturated */
+  POSENC_QUANT_FP8_E4M3 = 1, /**< OCP E4M3 (POSENC_U8 codes), saturating to +-448 */
+  POSENC_QUANT_FP8_E5M2 = 2  /**< OCP E5M2 (POSENC_U8 codes), saturating to +-57344 */
+} posenc_quant_format;
+
+/** How a tensor is quantised (posenc::quant_spec); fill it with posenc_quant_spec_init (dynamic int8). */
+typedef struct posenc_quant_spec {
+  uint32_t struct_size; /**< sizeof(posenc_quant_spec) */
+  int32_t format;       /**< posenc_quant_format */
+  const float* scales;  /**< per-head scales at scales[h * scale_stride], finite > 0; null (int8 only): dynamic,
+                             one scale per token and head, written to the call's scales output */
+  int64_t scale_stride; /**< 0: one scale for every head; default 1 */
+} posenc_quant_spec;
+
+POSENC_C_API void posenc_quant_spec_init(posenc_quant_spec* spec);
+
+/** apply_rope_quantized: codes (N, L, H, D) of POSENC_I8 (int8) or POSENC_U8 (fp8) = Q(RoPE(in)); scales: the
+ * dynamic int8 scales [N, L, H] (rank 3, POSENC_F32), or null with given scales. */
+POSENC_C_API posenc_status posenc_apply_rope_quantized(const posenc_rope_plan* plan, const posenc_rope_cache* cache,
+                                                       const posenc_tensor* in, const posenc_tensor* codes,
+                                                       const posenc_tensor* scales, const posenc_positions* pos,
+                                                       const posenc_quant_spec* spec);
+/** rope_append_kv_quantized: k rotated then quantised by k_spec into k_cache's slots, v quantised by v_spec
+ * into v_cache's (8-bit caches [dim0, dim1, Hk, D]); k_scales / v_scales: [dim0, dim1, Hk] POSENC_F32 for
+ * dynamic int8, else null. */
+POSENC_C_API posenc_status posenc_rope_append_kv_quantized(
+    const posenc_rope_plan* plan, const posenc_rope_cache* cache, const posenc_tensor* k, const posenc_tensor* v,
+    const posenc_tensor* k_cache, const posenc_tensor* v_cache, const posenc_positions* pos,
+    const posenc_kv_slots* slots, const posenc_quant_spec* k_spec, const posenc_quant_spec* v_spec,
+    const posenc_tensor* k_scales, const posenc_tensor* v_scales);
+
 /* ---- ALiBi ---------------------------------------------------------------------------------------------------- */
 
 typedef enum posenc_alibi_form {
@@ -302,6 +366,32 @@ POSENC_C_API posenc_status posenc_add_sinusoidal(int64_t dim, double base, posen
 /** t5_relative_bucket: the bucket of relative_position = key - query (Raffel et al. 2020, HF T5Attention). */
 POSENC_C_API posenc_status posenc_t5_bucket(int64_t relative_position, int32_t bidirectional, int64_t num_buckets,
                                             int64_t max_distance, int64_t* out);
+
+/** A T5 relative-position bias: a [num_buckets, H] table of learned values, copied at creation. */
+typedef struct posenc_t5_bias posenc_t5_bias;
+/** t5_relative_bias with the table given as a rank-2 [num_buckets, num_heads] tensor (POSENC_F32: float
+ * arithmetic, POSENC_F64: double), copied. */
+POSENC_C_API posenc_status posenc_t5_bias_create(int64_t num_heads, int32_t bidirectional, int64_t num_buckets,
+                                                 int64_t max_distance, const posenc_tensor* table,
+                                                 posenc_t5_bias** out);
+POSENC_C_API void posenc_t5_bias_destroy(posenc_t5_bias* bias);
+/** add_t5_bias: scores [N, H, Lq, Lk] += table[bucket(key - query), h], query i of sequence n at
+ * query_pos(n, i), keys at 0 .. Lk-1 (HF T5Attention compute_bias). */
+POSENC_C_API posenc_status posenc_add_t5_bias(const posenc_t5_bias* bias, const posenc_tensor* scores,
+                                              const posenc_positions* query_pos);
+
+/** A learned absolute position table (GPT-2 wpe, BERT, OPT), copied at creation. */
+typedef struct posenc_learned posenc_learned;
+/** learned_position_embedding from a rank-2 [max_positions + position_offset, dim] table (POSENC_F32 or
+ * POSENC_F64), copied; rows are scaled by `scale` when added (no layer norm, no dropout: inference). */
+POSENC_C_API posenc_status posenc_learned_create(int64_t max_positions, int64_t dim, double scale,
+                                                 int64_t position_offset, const posenc_tensor* table,
+                                                 posenc_learned** out);
+POSENC_C_API void posenc_learned_destroy(posenc_learned* learned);
+/** out = in + scale * table[pos + position_offset] for (N, L, D) tensors (rank 3; out null or out == in: in
+ * place; the table's dtype). */
+POSENC_C_API posenc_status posenc_add_learned(const posenc_learned* learned, const posenc_tensor* in,
+                                              const posenc_tensor* out, const posenc_positions* pos);
 
 /** apply_xpos: RoPE with xPos scaling (Sun et al. 2022, torchscale) on (N, L, H, D) in place; queries scaled up
  * (downscale 0), keys down (downscale != 0), around position center. */
