@@ -2,7 +2,8 @@
 # `conan create` of the recipe (conanfile.py) and its test_package, with Conan 2 from PyPI in a virtual
 # environment and a throw-away CONAN_HOME. ConanCenter cannot be reached from CI, so the test-only profile
 # tests/package/conan/profiles/debian-system takes Eigen and nlohmann/json from Debian's packages ([platform_requires]) and
-# no remote is used. Both option sets: the core package, and hf_config=True.
+# no remote is used. Three option sets: the core package, hf_config=True, and c_api=True (libposenc built and
+# the C consumer run against it).
 # Usage: bash scripts/check_conan.sh [work-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,10 +17,12 @@ export CONAN_HOME="$work/home"
 conan="$work/venv/bin/conan"
 "$conan" --version
 "$conan" profile detect >/dev/null
-for hf in False True; do
-  "$conan" create . -pr:a tests/package/conan/profiles/debian-system -o "posenc/*:hf_config=$hf" --build=missing -nr \
-    > "$work/create-hf_config-$hf.log" 2>&1 || { tail -40 "$work/create-hf_config-$hf.log"; exit 1; }
-  grep -E "consumer: ok" "$work/create-hf_config-$hf.log"
+for opts in "hf_config=False" "hf_config=True" "c_api=True"; do
+  # c_api=True: the default shared libposenc; the static one differs only in what package() copies.
+  "$conan" create . -pr:a tests/package/conan/profiles/debian-system -o "posenc/*:$opts" --build=missing -nr \
+    > "$work/create-$opts.log" 2>&1 || { tail -40 "$work/create-$opts.log"; exit 1; }
+  grep -E "consumer: ok" "$work/create-$opts.log"
 done
+grep -q "c_consumer: ok" "$work/create-c_api=True.log" || { echo "check_conan: the C consumer did not run" >&2; exit 1; }
 rm -rf tests/package/conan/build tests/package/conan/CMakeUserPresets.json
 echo "check_conan: ok"

@@ -6,7 +6,8 @@
    include/posenc/version.hpp's, an SPDX license, dependencies as names or objects of known fields, features
    with a description.
 2. portfile.cmake follows the header-only conventions (vcpkg_cmake_configure / _install / _config_fixup,
-   vcpkg_install_copyright, release-only build), and every -D option it passes exists in CMakeLists.txt.
+   vcpkg_install_copyright, release-only build), every -D option it passes exists in CMakeLists.txt, and every
+   feature it maps to an option (vcpkg_check_features) is a feature of vcpkg.json and an option of CMakeLists.txt.
 3. The CMake install it drives: configure with exactly those options, install into a scratch prefix, and find
    the files the fixup and the usage text expect (share/cmake/posenc/posencConfig.cmake, share/pkgconfig/
    posenc.pc, the headers, the license) and nothing in lib/ or bin/.
@@ -81,6 +82,16 @@ def portfile_options():
         cmake = f.read()
     for name, _ in opts:
         check(f"option({name} " in cmake, f"portfile option {name} is not an option of CMakeLists.txt")
+    mapped = re.search(r"vcpkg_check_features\(OUT_FEATURE_OPTIONS (\w+) FEATURES ([^)]*)\)", text)
+    if mapped:
+        with open(os.path.join(PORT, "vcpkg.json")) as f:
+            features = set(json.load(f).get("features", {}))
+        pairs = mapped.group(2).split()
+        check(len(pairs) % 2 == 0, "vcpkg_check_features FEATURES takes feature / option pairs")
+        for feature, option in zip(pairs[::2], pairs[1::2]):
+            check(feature in features, f"portfile feature {feature} is not a feature of vcpkg.json")
+            check(f"option({option} " in cmake, f"portfile feature option {option} is not an option of CMakeLists.txt")
+        check("${" + mapped.group(1) + "}" in text, f"the portfile does not pass ${{{mapped.group(1)}}} to the configure")
     fixup = re.search(r"CONFIG_PATH (\S+)\)", text)
     return opts, fixup.group(1) if fixup else None
 

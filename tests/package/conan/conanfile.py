@@ -1,5 +1,5 @@
-# Conan's test package: builds tests/package/consumer.cpp (and, with hf_config, consumer_hf.cpp) against the
-# created posenc package and runs them.
+# Conan's test package: builds tests/package/consumer.cpp (and, with hf_config, consumer_hf.cpp; with c_api, the C
+# program c_consumer.c against libposenc) against the created posenc package and runs them.
 import os
 
 from conan import ConanFile
@@ -19,7 +19,8 @@ class PosencTestConan(ConanFile):
 
     def build(self):
         cmake = CMake(self)
-        cmake.configure(variables={"POSENC_HF_CONFIG": bool(self.dependencies["posenc"].options.hf_config)})
+        options = self.dependencies["posenc"].options
+        cmake.configure(variables={"POSENC_HF_CONFIG": bool(options.hf_config), "POSENC_C_API": bool(options.c_api)})
         cmake.build()
 
     def test(self):
@@ -27,3 +28,5 @@ class PosencTestConan(ConanFile):
             self.run(os.path.join(self.cpp.build.bindir, "consumer"), env="conanrun")
             if self.dependencies["posenc"].options.hf_config:
                 self.run(os.path.join(self.cpp.build.bindir, "consumer_hf"), env="conanrun")
+            if self.dependencies["posenc"].options.c_api:
+                self.run(os.path.join(self.cpp.build.bindir, "c_consumer"), env="conanrun")
