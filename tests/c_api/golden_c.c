@@ -1,5 +1,6 @@
 /* golden_c.c -- the C API (include/posenc/c/posenc.h) against the golden data of tests/golden (FORMAT.md).
- * C99, <posenc/c/posenc.h> and the C standard library only. Usage: golden_c <golden-dir>.
+ * C99, <posenc/c/posenc.h> and the C standard library only. Usage: golden_c <golden-dir>. Also reads a Hugging
+ * Face config.json and a GGUF file from <golden-dir>/../data (model_checks): the facts they hold, exactly.
  *
  * Checks and tolerances (|got - expected| <= tolerance, per element):
  *  - RoPE, rope_basic.txt and rope_scaling.txt, every case: float64 in place and float32 out of place (float in,
@@ -1247,6 +1248,69 @@ done:
 
 /* ---- main ---------------------------------------------------------------------------------------------------- */
 
+/* ---- models from files: tests/data/hf and tests/data/gguf (next to the golden directory) -------------------
+ * What a Hugging Face config.json and a GGUF file say, read through the C API: the facts the files hold (written
+ * out by hand from tests/data/hf/llama3.1.json and tests/data/gguf/make_gguf.py's llama3 model), and a plan
+ * from the model equal, frequency by frequency, to a plan built from the same values by hand. */
+static void model_checks(const char* golden_dir) {
+  char path[1024];
+  posenc_model_config* m = NULL;
+  posenc_rope_config got, want;
+  posenc_rope_plan *a = NULL, *b = NULL;
+  double wa[64], wb[64];
+  long k;
+  snprintf(path, sizeof path, "%s/../data/hf/llama3.1.json", golden_dir);
+  check_status("llama3.1.json", "model_config_read_hf", posenc_model_config_read_hf(path, &m));
+  if (m == NULL) return;
+  check_close("llama3.1.json", "num_heads", 0, (double)posenc_model_config_num_heads(m), 32, 0);
+  check_close("llama3.1.json", "num_kv_heads", 0, (double)posenc_model_config_num_kv_heads(m), 8, 0);
+  check_close("llama3.1.json", "max_positions", 0, (double)posenc_model_config_max_positions(m), 131072, 0);
+  posenc_rope_config_init(&got);
+  check_status("llama3.1.json", "model_config_rope", posenc_model_config_rope(m, &got));
+  check_close("llama3.1.json", "head_dim", 0, (double)got.head_dim, 128, 0);
+  check_close("llama3.1.json", "style half-split", 0, got.style, POSENC_ROPE_HALF_SPLIT, 0);
+  check_close("llama3.1.json", "base", 0, got.base, 500000.0, 0);
+  check_close("llama3.1.json", "scaling llama3", 0, got.scaling, POSENC_SCALING_LLAMA3, 0);
+  check_close("llama3.1.json", "factor", 0, got.factor, 8.0, 0);
+  check_close("llama3.1.json", "low_freq_factor", 0, got.low_freq_factor, 1.0, 0);
+  check_close("llama3.1.json", "high_freq_factor", 0, got.high_freq_factor, 4.0, 0);
+  check_close("llama3.1.json", "original_max_positions", 0, (double)got.original_max_positions, 8192, 0);
+  posenc_rope_config_init(&want);
+  want.head_dim = 128;
+  want.base = 500000.0;
+  want.scaling = POSENC_SCALING_LLAMA3;
+  want.factor = 8.0;
+  want.low_freq_factor = 1.0;
+  want.high_freq_factor = 4.0;
+  want.original_max_positions = 8192;
+  check_status("llama3.1.json", "model_config_plan", posenc_model_config_plan(m, 0, &a));
+  check_status("llama3.1.json", "rope_plan_create", posenc_rope_plan_create(&want, 0, &b));
+  if (a != NULL && b != NULL) {
+    check_status("llama3.1.json", "inv_freq", posenc_rope_plan_inv_freq(a, wa, 64));
+    check_status("llama3.1.json", "inv_freq", posenc_rope_plan_inv_freq(b, wb, 64));
+    for (k = 0; k < 64; ++k) check_close("llama3.1.json", "model plan == hand plan", k, wa[k], wb[k], 0);
+  }
+  posenc_rope_plan_destroy(a);
+  posenc_rope_plan_destroy(b);
+  posenc_model_config_destroy(m);
+  m = NULL;
+  a = NULL;
+  snprintf(path, sizeof path, "%s/../data/gguf/llama3.gguf", golden_dir);
+  check_status("llama3.gguf", "model_config_read_gguf", posenc_model_config_read_gguf(path, &m));
+  if (m == NULL) return;
+  check_close("llama3.gguf", "num_heads", 0, (double)posenc_model_config_num_heads(m), 32, 0);
+  check_close("llama3.gguf", "num_kv_heads", 0, (double)posenc_model_config_num_kv_heads(m), 8, 0);
+  check_close("llama3.gguf", "max_positions", 0, (double)posenc_model_config_max_positions(m), 131072, 0);
+  posenc_rope_config_init(&got);
+  check_status("llama3.gguf", "model_config_rope", posenc_model_config_rope(m, &got));
+  /* llama.cpp permutes Llama's q/k: interleaved pairs; the 3.1 bands as rope_freqs per-pair divisors. */
+  check_close("llama3.gguf", "style interleaved", 0, got.style, POSENC_ROPE_INTERLEAVED, 0);
+  check_close("llama3.gguf", "freq_factor_count", 0, (double)got.freq_factor_count, 64, 0);
+  check_status("llama3.gguf", "model_config_plan", posenc_model_config_plan(m, 0, &a));
+  posenc_rope_plan_destroy(a);
+  posenc_model_config_destroy(m);
+}
+
 int main(int argc, char** argv) {
   static const char* files[] = {"rope_basic.txt", "rope_scaling.txt", "mrope.txt", "quant.txt", "alibi.txt",
                                 "sinusoidal.txt", "t5.txt", "xpos.txt"};
@@ -1288,6 +1352,8 @@ int main(int argc, char** argv) {
   printf("learned add (float64, out of place and in place): done\n");
   rerotate_check();
   printf("rerotate (none <-> linear 4, float64): done\n");
+  model_checks(argv[1]);
+  printf("models (llama3.1.json, llama3.gguf): done\n");
   rejected_calls(argv[1]);
   rejected_new_calls();
   printf("max |error| and max |error| / tolerance per family:\n");
