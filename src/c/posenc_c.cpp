@@ -371,6 +371,18 @@ posenc_status alibi_entry(const char* fn, const posenc_alibi_config* config, con
     return with_view<R, false>(fn, name, t, dims, [&](auto v) { return call(cfg, v, p, mask); });
   });
 }
+
+/// The four tensors of a KV-cache append: rank 4 each, v of k's dtype (the caches' dtypes are each call's).
+status append_descriptors(const char* fn, const posenc_tensor* k, const posenc_tensor* v, const posenc_tensor* k_cache,
+                          const posenc_tensor* v_cache) {
+  constexpr const char* cache_dims = "[dim0, dim1, Hk, D]";
+  std::array<index_t, 4> e{}, st{};
+  POSENC_TRY(shape_of<4>(fn, "k", k, nlhd, e, st));
+  POSENC_TRY(shape_of<4>(fn, "v", v, nlhd, e, st));
+  POSENC_TRY(shape_of<4>(fn, "k_cache", k_cache, cache_dims, e, st));
+  POSENC_TRY(shape_of<4>(fn, "v_cache", v_cache, cache_dims, e, st));
+  return same_dtype(fn, "v", v, "k", k);
+}
 }  // namespace
 
 extern "C" {
@@ -673,14 +685,9 @@ posenc_status posenc_rope_append_kv(const posenc_rope_plan* plan, const posenc_r
     POSENC_TRY(positions_of(fn, pos, p));
     posenc::kv_slots ks;
     POSENC_TRY(kv_slots_of(fn, slots, ks));
-    constexpr const char* cache_dims = "[dim0, dim1, Hk, D]";
     // One dtype for q, k and v (a fused QKV buffer) and one for the two caches: 4 x 4 combinations.
+    POSENC_TRY(append_descriptors(fn, k, v, k_cache, v_cache));
     std::array<index_t, 4> e{}, st{};
-    POSENC_TRY(shape_of<4>(fn, "k", k, nlhd, e, st));
-    POSENC_TRY(shape_of<4>(fn, "v", v, nlhd, e, st));
-    POSENC_TRY(shape_of<4>(fn, "k_cache", k_cache, cache_dims, e, st));
-    POSENC_TRY(shape_of<4>(fn, "v_cache", v_cache, cache_dims, e, st));
-    POSENC_TRY(same_dtype(fn, "v", v, "k", k));
     POSENC_TRY(same_dtype(fn, "v_cache", v_cache, "k_cache", k_cache));
     if (q != nullptr) {
       POSENC_TRY(shape_of<4>(fn, "q", q, nlhd, e, st));
@@ -905,13 +912,7 @@ posenc_status posenc_rope_append_kv_quantized(const posenc_rope_plan* plan, cons
     posenc::strided_view<float, 3> kso, vso;
     POSENC_TRY(scales_of(fn, "k_scales", k_scales, kso));
     POSENC_TRY(scales_of(fn, "v_scales", v_scales, vso));
-    constexpr const char* cache_dims = "[dim0, dim1, Hk, D]";
-    std::array<index_t, 4> e{}, st{};
-    POSENC_TRY(shape_of<4>(fn, "k", k, nlhd, e, st));
-    POSENC_TRY(shape_of<4>(fn, "v", v, nlhd, e, st));
-    POSENC_TRY(shape_of<4>(fn, "k_cache", k_cache, cache_dims, e, st));
-    POSENC_TRY(shape_of<4>(fn, "v_cache", v_cache, cache_dims, e, st));
-    POSENC_TRY(same_dtype(fn, "v", v, "k", k));
+    POSENC_TRY(append_descriptors(fn, k, v, k_cache, v_cache));
     return with_source(fn, plan, cache, [&](const auto& src) {
       return with_dtype(fn, "k", k->dtype, [&](auto in_tag) {
         using I = typename decltype(in_tag)::type;
