@@ -3,7 +3,7 @@
 # benchmark (bench/cuda_bench.cu) and the CUDA example (examples/cuda/attention_step.cu) for every
 # architecture of POSENC_CUDA_ARCHITECTURES (Ampere, Hopper, Blackwell), runs the CUDA CTests (the device
 # suites and the example skip with "no CUDA device" where there is none and run where there is), the static
-# resource check (ptxas -v: no spills, at most 64 registers per RoPE kernel) and a short run of the benchmark
+# resource check (ptxas -v: no spills, at most 80 registers per RoPE kernel) and a short run of the benchmark
 # (one line and exit 0 without a device; with one, every row must run without an error). The kernels' bodies
 # are tested on the CPU by posenc_tests (tests/gpu_body_test.cpp) in scripts/run_tests.sh.
 # Usage: bash scripts/check_cuda.sh [build-dir]

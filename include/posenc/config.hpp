@@ -57,6 +57,12 @@
 #else
 #define POSENC_HOST_DEVICE
 #endif
+// Loops over register arrays in device code must unroll (a run-time index would put the array in local memory).
+#if defined(__CUDA_ARCH__)
+#define POSENC_DEVICE_UNROLL _Pragma("unroll")
+#else
+#define POSENC_DEVICE_UNROLL
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define POSENC_NOINLINE __attribute__((noinline))

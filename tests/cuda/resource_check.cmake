@@ -1,7 +1,7 @@
 # Static checks of the CUDA kernels that need no GPU: compiles tests/cuda/rope_runner.cu (which instantiates
 # every RoPE kernel) with `ptxas -v` for each architecture and requires, for every posenc kernel, no spill
 # stores or loads and at most MAX_REGISTERS registers per thread.
-# Usage: cmake -DNVCC=... -DSOURCE=.../rope_runner.cu -DINCLUDES=a,b -DARCHS=80,90,100 -DMAX_REGISTERS=64
+# Usage: cmake -DNVCC=... -DSOURCE=.../rope_runner.cu -DINCLUDES=a,b -DARCHS=80,90,100 -DMAX_REGISTERS=80
 #              -DWORK_DIR=... -P this file
 cmake_policy(VERSION 3.20)
 string(REPLACE "," ";" INCLUDES "${INCLUDES}")

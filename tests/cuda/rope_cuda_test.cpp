@@ -4,6 +4,7 @@
 // (tests/cuda/resource_check.cmake).
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,19 @@ void expect_same_rejection(const posenc::status& gpu, const posenc::status& cpu)
 }
 
 // A rejected call gives the CPU API's message (with the cuda:: prefix) and launches nothing.
+// The device converts 16-bit storage with cvt instructions and the CPU with integer code (detail/math/half.hpp):
+// the same bits for every input, NaNs included (they take the integer code on both).
+TEST(CudaConversions, SameBitsAsTheCpuForEveryInput) {
+  POSENC_REQUIRE_DEVICE();
+  std::array<unsigned long long, 3> count{};
+  std::array<std::uint32_t, 3> first{};
+  const posenc::status s = posenc_cuda_test::conversion_mismatches(count, first);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const char* names[3] = {"half -> float (2^16 inputs)", "float -> half (2^32)", "float -> bfloat16 (2^32)"};
+  for (int k = 0; k < 3; ++k)
+    EXPECT_EQ(count[k], 0u) << names[k] << ": first differing input 0x" << std::hex << first[k];
+}
+
 TEST(CudaRopeErrors, SameMessagesAsTheCpuApi) {
   POSENC_REQUIRE_DEVICE();
   posenc::rope_config cfg;

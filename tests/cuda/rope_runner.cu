@@ -345,6 +345,44 @@ posenc::status add_sinusoidal_on_host(const posenc::sinusoidal_config& cfg, floa
   return posenc::cuda::try_add_sinusoidal(cfg, posenc::strided_view<const float, 3>(v), v, pos);
 }
 
+namespace {
+
+__global__ void conversion_kernel(unsigned long long* count, unsigned int* first) {
+  namespace m = posenc::detail::math;
+  const std::uint64_t step = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (1ull << 32); i += step) {
+    const auto x = static_cast<std::uint32_t>(i);
+    const float f = m::bits_float(x);
+    const bool bad[3] = {
+        i < (1u << 16) && m::float_bits(m::half_bits_to_float(static_cast<std::uint16_t>(x))) !=
+                              m::float_bits(m::half_bits_to_float_soft(static_cast<std::uint16_t>(x))),
+        m::float_to_half_bits(f) != m::float_to_half_bits_soft(f), m::float_to_bf16_bits(f) != m::float_to_bf16_bits_soft(f)};
+    for (int k = 0; k < 3; ++k) {
+      if (bad[k]) {
+        atomicAdd(&count[k], 1ull);
+        atomicMin(&first[k], x);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+posenc::status conversion_mismatches(std::array<unsigned long long, 3>& count, std::array<std::uint32_t, 3>& first) {
+  dev c, f;
+  const std::array<unsigned long long, 3> zero{};
+  const std::array<unsigned int, 3> none{0xffffffffu, 0xffffffffu, 0xffffffffu};
+  POSENC_TRY(upload(c, zero.data(), sizeof zero));
+  POSENC_TRY(upload(f, none.data(), sizeof none));
+  conversion_kernel<<<1024, 256>>>(static_cast<unsigned long long*>(c.p), static_cast<unsigned int*>(f.p));
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return cuda_fail("launch", e);
+  POSENC_TRY(download(count.data(), c, sizeof count));
+  std::array<unsigned int, 3> fb{};
+  POSENC_TRY(download(fb.data(), f, sizeof fb));
+  for (int k = 0; k < 3; ++k) first[k] = fb[k];
+  return {};
+}
+
 bool device_available(std::string& why) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);

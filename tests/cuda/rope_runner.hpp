@@ -83,6 +83,12 @@ posenc::status run_learned(const posenc::learned_config& cfg, const double* tabl
                            dtype type, const std::array<posenc::index_t, 3>& shape, const void* x, void* y,
                            posenc::index_t past_length, bool in_place);
 
+/// On the device, the inputs where the conversions every kernel uses (posenc::detail::math::half_bits_to_float,
+/// float_to_half_bits, float_to_bf16_bits: the cvt instructions there) give other bits than the integer code
+/// the CPU runs (the *_soft functions): all 2^16 halves, all 2^32 float patterns to half and to bfloat16.
+/// count[k] of conversion k, first[k] the smallest such input (0xffffffff when none).
+posenc::status conversion_mismatches(std::array<unsigned long long, 3>& count, std::array<std::uint32_t, 3>& first);
+
 /// The launchers' host side on host memory: posenc::cuda::try_alibi_bias into `out` [H, Lq, Lk] and
 /// posenc::cuda::try_add_sinusoidal in place on `x` (N, L, D). A rejected call returns before any CUDA call, so
 /// these need no device; an accepted one launches on host memory, which without a device fails at the launch

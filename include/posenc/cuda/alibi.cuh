@@ -34,7 +34,7 @@ status alibi_launch(const char* fn, const strided_view<T, 4>& v, const Slopes& s
                     bool symmetric, bool causal, cudaStream_t stream) {
   using P = posenc::detail::gpu::alibi_params<T, Slopes>;
   const P p{posenc::detail::gpu::pod_of(v), slopes, pos, add, symmetric, causal};
-  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::alibi_block<T, Slopes>>, p, v.extent(0) * v.extent(1) * v.extent(2), 128, "N * H * Lq",
+  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::alibi_block<T, Slopes>>, p, v.extent(0) * v.extent(1) * v.extent(2), body_threads, "N * H * Lq",
                        "rows", stream);
 }
 

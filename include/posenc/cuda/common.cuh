@@ -71,10 +71,13 @@ inline status launch_status(const char* fn) {
   return {};
 }
 
+/// Threads per block of every one-phase kernel.
+inline constexpr unsigned body_threads = 128;
+
 /// The kernel of every one-phase body (detail/gpu/*_body.hpp): block blockIdx.x of the grid, its threads
 /// striding by blockDim.x. The bodies are the functions gpu_body_test.cpp runs on the CPU over the same grid.
 template <class Params, void (*Body)(const Params&, index_t, index_t, index_t)>
-__global__ void body_kernel(Params p) {
+__global__ void __launch_bounds__(body_threads) body_kernel(Params p) {
   Body(p, static_cast<index_t>(blockIdx.x), static_cast<index_t>(threadIdx.x), static_cast<index_t>(blockDim.x));
 }
 

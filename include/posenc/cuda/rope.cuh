@@ -45,8 +45,9 @@ __global__ void table_kernel(const double* w, double magnitude, index_t pairs, C
                                    blockDim.x);
 }
 
-/// Threads per block of the RoPE kernels: a block is one token, its threads share the heads x pairs.
-inline constexpr unsigned rope_threads = 128;
+/// Threads per block of the RoPE kernels (body_kernel's): a block is one token, its threads share the heads x
+/// pairs.
+inline constexpr unsigned rope_threads = body_threads;
 
 }  // namespace detail
 

@@ -32,7 +32,7 @@ status sinusoid_launch(const char* fn, const sinusoidal_config& cfg, const posit
   using P = posenc::detail::gpu::sinusoid_params_gpu<T>;
   const P p{posenc::detail::gpu::pod_of(in), posenc::detail::gpu::pod_of(out), pos, posenc::detail::sinusoid_params_of(cfg),
             add};
-  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::sinusoid_block<T>>, p, out.extent(0) * out.extent(1), 128,
+  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::sinusoid_block<T>>, p, out.extent(0) * out.extent(1), body_threads,
                        "N * L", "tokens", stream);
 }
 

@@ -49,7 +49,7 @@ status t5_launch(const char* fn, const strided_view<const C, 2>& table, const t5
             posenc::detail::math::t5_bucketer(cfg.bidirectional, cfg.num_buckets, cfg.max_distance),
             pos,
             add};
-  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::t5_block<T, C>>, p, rows, 128, "N * H * Lq", "rows", stream);
+  return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::t5_block<T, C>>, p, rows, body_threads, "N * H * Lq", "rows", stream);
 }
 
 }  // namespace detail

@@ -177,39 +177,171 @@ struct rope_params {
   int variant[2];  ///< per target, the source's variant (xPos: 0 upscale, 1 downscale); 0 otherwise
 };
 
+/// How rope_block groups its work: a thread rotates `pairs` consecutive pairs of `heads` heads at a time, each
+/// head's 2 * pairs features read as two chunks of `pairs` elements (one vector load or store of 8 or 16 bytes
+/// on a device where the views allow it), all loaded before any is stored. Four pairs of one head in float
+/// arithmetic, two in double: at most 76 registers per thread on sm_90 (eight half pairs or two heads of four
+/// took 80-89; capped at 64 registers, eleven kernels spilled). Measured on an H200:
+/// bench/results/2026-11-26-h200-cuda.md.
+template <class In, class Out, class A>
+struct rope_grouping {
+  static constexpr int pairs = sizeof(A) > 4 ? 2 : 4;
+  static constexpr int heads = 1;
+};
+
+/// The bytes of one vector access to a chunk of G elements of T (at most 16: the widest load of a thread).
+template <class T, int G>
+inline constexpr int chunk_piece_bytes = static_cast<int>(G * sizeof(T) < 16 ? G * sizeof(T) : 16);
+
+/// G consecutive elements of T from p into v: on a device in pieces of chunk_piece_bytes (p aligned to them).
+template <int G, class T>
+POSENC_HOST_DEVICE inline void load_chunk(const T* p, T (&v)[G]) {
+#if defined(__CUDA_ARCH__)
+  constexpr int bytes = chunk_piece_bytes<T, G>, per = bytes / static_cast<int>(sizeof(T));
+  struct alignas(bytes) piece {
+    T e[per];
+  };
+  POSENC_DEVICE_UNROLL
+  for (int k = 0; k < G / per; ++k) {
+    const piece q = reinterpret_cast<const piece*>(p)[k];
+    POSENC_DEVICE_UNROLL
+    for (int e = 0; e < per; ++e) v[k * per + e] = q.e[e];
+  }
+#else
+  for (int e = 0; e < G; ++e) v[e] = p[e];
+#endif
+}
+
+/// The store of load_chunk.
+template <int G, class T>
+POSENC_HOST_DEVICE inline void store_chunk(T* p, const T (&v)[G]) {
+#if defined(__CUDA_ARCH__)
+  constexpr int bytes = chunk_piece_bytes<T, G>, per = bytes / static_cast<int>(sizeof(T));
+  struct alignas(bytes) piece {
+    T e[per];
+  };
+  POSENC_DEVICE_UNROLL
+  for (int k = 0; k < G / per; ++k) {
+    piece q;
+    POSENC_DEVICE_UNROLL
+    for (int e = 0; e < per; ++e) q.e[e] = v[k * per + e];
+    reinterpret_cast<piece*>(p)[k] = q;
+  }
+#else
+  for (int e = 0; e < G; ++e) p[e] = v[e];
+#endif
+}
+
+/// Whether every chunk of G elements that rope_block reads or writes in `v` starts on a chunk_piece_bytes
+/// boundary: contiguous features, the address and the other strides, the window's offset and its pairs all
+/// multiples of G elements.
+template <int G, class T>
+POSENC_HOST_DEVICE inline bool chunks_aligned(const view4<T>& v, index_t offset, index_t pairs) {
+  const auto address = reinterpret_cast<std::uintptr_t>(v.data);
+  return v.stride[3] == 1 && address % chunk_piece_bytes<std::remove_const_t<T>, G> == 0 && v.stride[0] % G == 0 &&
+         v.stride[1] % G == 0 && v.stride[2] % G == 0 && offset % G == 0 && pairs % G == 0;
+}
+
+/// The rotation of one token of one target, G pairs and U heads per step of a thread (G = 1: any views). A
+/// thread's chunks are the features of pairs i0 .. i0+G-1: half-split, a at offset + i0 and b at offset + pairs
+/// + i0; interleaved, 2G features from offset + 2 i0 with a and b alternating.
+template <int G, int U, bool Interleaved, class A, class In, class Out, class Src, class P>
+POSENC_HOST_DEVICE inline void rotate_token(const view4<const In>& in, const view4<Out>& out, const Src& src, const P& pos,
+                                            index_t n, index_t l, index_t offset, index_t pairs, double sign,
+                                            int variant, index_t thread, index_t threads) {
+  const index_t heads = in.extent[2], groups = pairs / G;
+  // cos and sin of a pair are the same for every head of the token: each is formed once and applied to the
+  // heads of one lane (h = lane, lane + lanes, ...). The threads split into `lanes` rows of `groups`, so
+  // neighbouring threads touch neighbouring features of one head (coalesced), and the sin/cos work per token is
+  // pairs * lanes instead of pairs * heads.
+  const index_t lanes = threads > groups ? threads / groups : 1;
+  for (index_t j = thread; j < groups * lanes; j += threads) {
+    const index_t i0 = (j % groups) * G, lane = j / groups;
+    A c[G], s[G];
+    POSENC_DEVICE_UNROLL
+    for (int g = 0; g < G; ++g) pair_cos_sin(src, pos, i0 + g, sign, variant, c[g], s[g]);
+    const index_t fa = offset + (Interleaved ? 2 * i0 : i0), fb = Interleaved ? fa + G : fa + pairs;
+    const In* ia = in.at(n, l, 0, fa);
+    const In* ib = in.at(n, l, 0, fb);
+    Out* oa = out.at(n, l, 0, fa);
+    Out* ob = out.at(n, l, 0, fb);
+    // U heads are loaded before any is stored: in place, a store may alias a later load as far as the compiler
+    // knows, so a loop of one head at a time has one load in flight per thread and the memory system waits (on
+    // an H200 such a loop reached 0.66 of a copy's bandwidth in float, 0.35 in half). The heads are distinct
+    // elements, so reading them first is the same computation.
+    for (index_t h0 = lane; h0 < heads; h0 += U * lanes) {
+      In xa[U][G] = {}, xb[U][G] = {};
+      POSENC_DEVICE_UNROLL
+      for (int u = 0; u < U; ++u) {
+        const index_t h = h0 + u * lanes;
+        if (h >= heads) break;
+        load_chunk<G>(ia + h * in.stride[2], xa[u]);
+        load_chunk<G>(ib + h * in.stride[2], xb[u]);
+      }
+      POSENC_DEVICE_UNROLL
+      for (int u = 0; u < U; ++u) {
+        const index_t h = h0 + u * lanes;
+        if (h >= heads) break;
+        // Feature k of the 2G is xa[k] below G and xb[k - G] above; interleaved, pair g is features 2g, 2g + 1.
+        In x[2 * G];
+        Out y[2 * G];
+        POSENC_DEVICE_UNROLL
+        for (int g = 0; g < G; ++g) {
+          x[g] = xa[u][g];
+          x[G + g] = xb[u][g];
+        }
+        POSENC_DEVICE_UNROLL
+        for (int g = 0; g < G; ++g) {
+          const int ka = Interleaved ? 2 * g : g, kb = Interleaved ? 2 * g + 1 : G + g;
+          A ra, rb;
+          math::rotate_pair(load_as<A>(x[ka]), load_as<A>(x[kb]), c[g], s[g], ra, rb);
+          y[ka] = store_as<Out>(ra);
+          y[kb] = store_as<Out>(rb);
+        }
+        Out ya[G], yb[G];
+        POSENC_DEVICE_UNROLL
+        for (int g = 0; g < G; ++g) {
+          ya[g] = y[g];
+          yb[g] = y[G + g];
+        }
+        store_chunk<G>(oa + h * out.stride[2], ya);
+        store_chunk<G>(ob + h * out.stride[2], yb);
+      }
+    }
+  }
+}
+
+/// rotate_token for the call's pair style.
+template <int G, int U, class A, class In, class Out, class Src, class P>
+POSENC_HOST_DEVICE inline void rotate_token_styled(bool interleaved, const view4<const In>& in, const view4<Out>& out,
+                                                   const Src& src, const P& pos, index_t n, index_t l, index_t offset,
+                                                   index_t pairs, double sign, int variant, index_t thread,
+                                                   index_t threads) {
+  if (interleaved) rotate_token<G, U, true, A>(in, out, src, pos, n, l, offset, pairs, sign, variant, thread, threads);
+  else rotate_token<G, U, false, A>(in, out, src, pos, n, l, offset, pairs, sign, variant, thread, threads);
+}
+
 /// Block `block` handles token (n, l) = (block / L, block % L) of every target; thread `thread` of `threads`
 /// takes every threads-th item. The grid is N * L blocks of any width.
 template <class In, class Out, class Src, class Pos>
 POSENC_HOST_DEVICE inline void rope_block(const rope_params<In, Out, Src, Pos>& p, index_t block, index_t thread,
                                           index_t threads) {
   using A = rope_acc_t<Src, In, Out>;
+  using grouping = rope_grouping<In, Out, A>;
+  constexpr int G = grouping::pairs, U = grouping::heads;
   const index_t len = p.t.in[0].extent[1];
   const index_t n = block / len, l = block % len;
   const auto pos = token_position(p.pos, n, l);
   if (!has_row(p.src, pos)) return;
+  const bool interleaved = p.style == rope_style::interleaved;
   for (int k = 0; k < p.t.count; ++k) {
     const view4<const In>& in = p.t.in[k];
     const view4<Out>& out = p.t.out[k];
     const index_t heads = in.extent[2];
-    // cos and sin of a pair are the same for every head of the token: each is formed once and applied to the
-    // heads of one lane (h = lane, lane + lanes, ...). The threads split into `lanes` groups of `pairs`, so
-    // neighbouring threads touch neighbouring features of one head (coalesced), and the sin/cos work per token
-    // is pairs * lanes instead of pairs * heads.
-    const index_t lanes = threads > p.pairs ? threads / p.pairs : 1;
-    for (index_t j = thread; j < p.pairs * lanes; j += threads) {
-      const index_t i = j % p.pairs, lane = j / p.pairs;
-      const index_t fa = p.offset + (p.style == rope_style::interleaved ? 2 * i : i);
-      const index_t fb = p.offset + (p.style == rope_style::interleaved ? 2 * i + 1 : i + p.pairs);
-      A c, s;
-      pair_cos_sin(p.src, pos, i, p.sign, p.variant[k], c, s);
-      for (index_t h = lane; h < heads; h += lanes) {
-        const A a = load_as<A>(*in.at(n, l, h, fa)), b = load_as<A>(*in.at(n, l, h, fb));
-        A ra, rb;
-        math::rotate_pair(a, b, c, s, ra, rb);
-        *out.at(n, l, h, fa) = store_as<Out>(ra);
-        *out.at(n, l, h, fb) = store_as<Out>(rb);
-      }
-    }
+    if (chunks_aligned<G>(in, p.offset, p.pairs) && chunks_aligned<G>(out, p.offset, p.pairs))
+      rotate_token_styled<G, U, A>(interleaved, in, out, p.src, pos, n, l, p.offset, p.pairs, p.sign, p.variant[k], thread, threads);
+    else
+      rotate_token_styled<1, U, A>(interleaved, in, out, p.src, pos, n, l, p.offset, p.pairs, p.sign, p.variant[k], thread, threads);
     // Out of place: the features outside [offset, offset + 2 pairs) are copied.
     if (static_cast<const void*>(in.data) == static_cast<const void*>(out.data)) continue;
     const index_t rest = in.extent[3] - 2 * p.pairs;

@@ -25,8 +25,8 @@ POSENC_HOST_DEVICE inline float bits_float(std::uint32_t u) {
   return f;
 }
 
-/// binary16 to float, exact (every half is a float); NaN payloads kept.
-POSENC_HOST_DEVICE inline float half_bits_to_float(std::uint16_t h) {
+/// binary16 to float in integer arithmetic, exact (every half is a float); NaN payloads kept.
+POSENC_HOST_DEVICE inline float half_bits_to_float_soft(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   const std::uint32_t exp = (h >> 10) & 0x1fu;
   const std::uint32_t man = h & 0x3ffu;
@@ -38,9 +38,9 @@ POSENC_HOST_DEVICE inline float half_bits_to_float(std::uint16_t h) {
   return bits_float(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
-/// float to binary16, round to nearest even; overflow (|x| >= 65520) to inf; NaN to a quiet NaN with the top
-/// payload bits and the sign (vcvtps2ph's result).
-POSENC_HOST_DEVICE inline std::uint16_t float_to_half_bits(float f) {
+/// float to binary16 in integer arithmetic, round to nearest even; overflow (|x| >= 65520) to inf; NaN to a
+/// quiet NaN with the top payload bits and the sign (vcvtps2ph's result).
+POSENC_HOST_DEVICE inline std::uint16_t float_to_half_bits_soft(float f) {
   const std::uint32_t x = float_bits(f);
   const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
   const std::uint32_t ax = x & 0x7fffffffu;
@@ -66,11 +66,53 @@ POSENC_HOST_DEVICE inline std::uint16_t float_to_half_bits(float f) {
 /// bfloat16 is the high half of a float: exact.
 POSENC_HOST_DEVICE inline float bf16_bits_to_float(std::uint16_t h) { return bits_float(static_cast<std::uint32_t>(h) << 16); }
 
-/// float to bfloat16, round to nearest even on the pattern; NaN to the quiet NaN 0x7fc0 with its sign.
-POSENC_HOST_DEVICE inline std::uint16_t float_to_bf16_bits(float f) {
+/// float to bfloat16 in integer arithmetic, round to nearest even on the pattern; NaN to the quiet NaN 0x7fc0
+/// with its sign.
+POSENC_HOST_DEVICE inline std::uint16_t float_to_bf16_bits_soft(float f) {
   const std::uint32_t x = float_bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>(((x >> 16) & 0x8000u) | 0x7fc0u);
   return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+// The conversions every kernel uses. On a CUDA device the cvt instructions (one each, round to nearest even,
+// overflow to inf, subnormals kept) give the integer code's bits for every non-NaN input, which
+// tests/cuda/rope_cuda_test.cpp checks over all 2^16 halves and all 2^32 floats on the device; NaNs, whose
+// payload PTX does not promise, keep the integer code so that every backend returns the same NaN.
+
+/// binary16 to float, exact; NaN payloads kept.
+POSENC_HOST_DEVICE inline float half_bits_to_float(std::uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  if ((h & 0x7fffu) <= 0x7c00u) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+  }
+#endif
+  return half_bits_to_float_soft(h);
+}
+
+/// float to binary16, round to nearest even (as float_to_half_bits_soft).
+POSENC_HOST_DEVICE inline std::uint16_t float_to_half_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  if ((float_bits(f) & 0x7fffffffu) <= 0x7f800000u) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+#endif
+  return float_to_half_bits_soft(f);
+}
+
+/// float to bfloat16, round to nearest even (as float_to_bf16_bits_soft); the instruction needs sm_80.
+POSENC_HOST_DEVICE inline std::uint16_t float_to_bf16_bits(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if ((float_bits(f) & 0x7fffffffu) <= 0x7f800000u) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+#endif
+  return float_to_bf16_bits_soft(f);
 }
 
 }  // namespace detail::math
