@@ -32,11 +32,12 @@ void store_bits(V v, T* p) {
 }
 
 /// Window of `half` pairs at `w`: interleaved -> half-split (unzip) or half-split -> interleaved (zip).
-template <class D, class T>
-index_t layout_body(D d, const T* w_in, T* w_out, index_t i, index_t half, bool to_half_split) {
+template <bool ToHalfSplit, class D, class T>
+index_t layout_body(D d, const T* w_in, T* w_out, index_t half) {
   constexpr index_t W = vec_of<D>::width;
+  index_t i = 0;
   for (; i + W <= half; i += W) {
-    if (to_half_split) {  // in: x0 x1 ... (pairs at 2i, 2i+1) -> out[i] = even, out[half + i] = odd
+    if constexpr (ToHalfSplit) {  // in: x0 x1 ... (pairs at 2i, 2i+1) -> out[i] = even, out[half + i] = odd
       const auto a = load_bits(d, w_in + 2 * i);
       const auto b = load_bits(d, w_in + 2 * i + W);
       store_bits(unzip_even(a, b), w_out + i);
@@ -48,7 +49,29 @@ index_t layout_body(D d, const T* w_in, T* w_out, index_t i, index_t half, bool 
       store_bits(zip_hi(a, b), w_out + 2 * i + W);
     }
   }
+  for (; i < half; ++i) {
+    if constexpr (ToHalfSplit) {
+      w_out[i] = w_in[2 * i];
+      w_out[half + i] = w_in[2 * i + 1];
+    } else {
+      w_out[2 * i] = w_in[i];
+      w_out[2 * i + 1] = w_in[half + i];
+    }
+  }
   return i;
+}
+
+/// One token's `heads` contiguous rows (head strides hi, ho) with the window [offset, offset + 2 half)
+/// converted and the rest copied; the direction a template argument, the rows walked by pointer.
+template <bool ToHalfSplit, class T>
+void layout_rows(const T* x, index_t hi, T* y, index_t ho, index_t heads, index_t dim, index_t offset, index_t half) {
+  using L = bits_lane_t<T>;
+  const index_t end = offset + 2 * half;
+  for (index_t h = 0; h < heads; ++h, x += hi, y += ho) {
+    if (offset > 0) copy_span(x, 1, y, 1, offset);
+    if (end < dim) copy_span(x + end, 1, y + end, 1, dim - end);
+    layout_body<ToHalfSplit>(simd::lanes<L, isa_tag>{}, x + offset, y + offset, half);
+  }
 }
 
 /// out = in with the window [offset, offset + rotary_dim) of every head row converted between pair layouts
@@ -59,38 +82,27 @@ void convert_layout(target, const strided_view<const T, 4>& in, const strided_vi
   const index_t dim = in.extent(3);
   const index_t half = rotary_dim / 2;
   const bool to_half_split = to == rope_style::half_split;
-  using L = bits_lane_t<T>;
+  const index_t si = in.stride(3);
+  const index_t so = out.stride(3);
   for (index_t n = 0; n < in.extent(0); ++n)
-    for (index_t l = 0; l < in.extent(1); ++l)
-      for (index_t h = 0; h < in.extent(2); ++h) {
-        const T* x = &in(n, l, h, 0);
-        T* y = &out(n, l, h, 0);
-        const index_t si = in.stride(3);
-        const index_t so = out.stride(3);
-        if (from == to || si != 1 || so != 1) {
-          for (index_t f = 0; f < dim; ++f) {
-            index_t src = f;
-            if (f >= offset && f < offset + rotary_dim) {
-              const index_t g = f - offset;
-              if (from != to) src = offset + (to_half_split ? (g < half ? 2 * g : 2 * (g - half) + 1) : (g % 2) * half + g / 2);
-            }
-            y[f * so] = x[src * si];
-          }
-          continue;
-        }
-        copy_span(x, 1, y, 1, offset);
-        copy_span(x + offset + rotary_dim, 1, y + offset + rotary_dim, 1, dim - offset - rotary_dim);
-        index_t i = layout_body(simd::lanes<L, isa_tag>{}, x + offset, y + offset, 0, half, to_half_split);
-        for (; i < half; ++i) {
-          if (to_half_split) {
-            y[offset + i] = x[offset + 2 * i];
-            y[offset + half + i] = x[offset + 2 * i + 1];
-          } else {
-            y[offset + 2 * i] = x[offset + i];
-            y[offset + 2 * i + 1] = x[offset + half + i];
-          }
-        }
+    for (index_t l = 0; l < in.extent(1); ++l) {
+      const T* x = &in(n, l, 0, 0);
+      T* y = &out(n, l, 0, 0);
+      if (from != to && si == 1 && so == 1) {
+        if (to_half_split) layout_rows<true>(x, in.stride(2), y, out.stride(2), in.extent(2), dim, offset, half);
+        else layout_rows<false>(x, in.stride(2), y, out.stride(2), in.extent(2), dim, offset, half);
+        continue;
       }
+      for (index_t h = 0; h < in.extent(2); ++h, x += in.stride(2), y += out.stride(2))
+        for (index_t f = 0; f < dim; ++f) {
+          index_t src = f;
+          if (f >= offset && f < offset + rotary_dim) {
+            const index_t g = f - offset;
+            if (from != to) src = offset + (to_half_split ? (g < half ? 2 * g : 2 * (g - half) + 1) : (g % 2) * half + g / 2);
+          }
+          y[f * so] = x[src * si];
+        }
+    }
 }
 
 }  // namespace POSENC_TARGET_NS

@@ -77,6 +77,9 @@ struct rope_io {
 /// Pairs per chunk of cos/sin formed at once on the stack: 128 pairs cover head dims up to 256 in one chunk
 /// and keep the buffers (2 x 128 doubles per variant) in L1.
 inline constexpr index_t rope_chunk = 128;
+/// Bytes of rotated rows above which a call is taken to stream from DRAM rather than from cache (rope_rows):
+/// the L3 of the CPUs measured (32 MiB on Zen 3).
+inline constexpr index_t rope_stream_bytes = index_t{32} << 20;
 
 /// |theta| below which the vector sincos reduces the angle exactly: Cody-Waite with pi/2 split in three, the
 /// first two parts of 27 and 29 significant bits, so k*C1 and k*C2 are exact for k = round(theta*2/pi) < 2^24

@@ -27,7 +27,7 @@ namespace POSENC_TARGET_NS {
 /// place is safe. Returns the pairs done (n rounded down to W); the caller finishes the rows' tails.
 template <bool Inverse, class D, class In, class Out>
 index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t half, index_t n,
-                        const typename D::lane_type* cos, const typename D::lane_type* sin) {
+                        const typename D::lane_type* cos, const typename D::lane_type* sin, bool pair_heads) {
   constexpr index_t W = vec_of<D>::width;
   using V = vec_of<D>;
   const auto first = [](V a, V b, V c, V s) { return Inverse ? fma(b, s, mul(a, c)) : fnma(b, s, mul(a, c)); };
@@ -50,7 +50,7 @@ index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, ind
   const index_t n2 = step == 2 * W ? n - n % (2 * W) : 0;
   const bool one_more = step == 2 * W && n - n2 >= W;
   index_t h = 0;
-  if (static_cast<const void*>(in) == static_cast<const void*>(out)) {
+  if (pair_heads && static_cast<const void*>(in) == static_cast<const void*>(out)) {
     for (; h + 2 <= heads; h += 2, in += 2 * hi, out += 2 * ho) {
       for (index_t i = 0; i < n2; i += 2 * W) {
         const auto c0 = load(d, cos + i), s0 = load(d, sin + i);
@@ -153,15 +153,16 @@ void rope_pairs(rope_style style, const In* in, index_t si, Out* out, index_t so
 /// float arithmetic) rope_pairs, row by row.
 template <class A, class In, class Out, class C>
 void rope_heads(rope_style style, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
-                index_t pairs, index_t b, index_t e, const C* cos, const C* sin, const A* cd, const A* sd, A sign) {
+                index_t pairs, index_t b, index_t e, const C* cos, const C* sin, const A* cd, const A* sd, A sign,
+                bool pair_heads = true) {
   index_t i = b;
   if constexpr (std::is_same_v<C, A>) {
     if (si == 1 && so == 1) {
       const simd::lanes<A, isa_tag> d;
       if (style == rope_style::half_split) {
         // sign is +1 (forward) or -1 (backward, the inverse shift).
-        i += sign == A(1) ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin)
-                          : rope_half_split<true>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin);
+        i += sign == A(1) ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads)
+                          : rope_half_split<true>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads);
       } else if constexpr (simd::vec<A, isa_tag>::width >= 2) {
         i += rope_interleaved(d, in + 2 * b, hi, out + 2 * b, ho, heads, e - b, cd, sd);
       }
@@ -478,8 +479,11 @@ class source_rows {
               index_t pairs, index_t b, index_t e) const {
     const auto k = static_cast<std::size_t>(v);
     rope_heads(style_, in, hi, si, out, ho, so, heads, pairs, b, e, cos_[k], sin_[k], cd_[dup ? k : 0], sd_[dup ? k : 0],
-               sign_);
+               sign_, pair_heads_);
   }
+
+  /// Whether in-place half-split rows take two heads per cos/sin load (rope_half_split); on by default.
+  void pair_heads(bool on) { pair_heads_ = on; }
 
  private:
   static constexpr bool dup = std::is_same_v<C, A> && simd::vec<A, isa_tag>::width >= 2;
@@ -487,6 +491,7 @@ class source_rows {
   rope_style style_;
   A sign_;
   bool reuse_;
+  bool pair_heads_ = true;
   bool have_row_ = false;
   P last_p_{};
   const C* cos_[variants] = {};
@@ -525,6 +530,14 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   const index_t n_batch = io[0].in.extent(0);
   const index_t n_len = io[0].in.extent(1);
   source_rows<Source, A, std::decay_t<decltype(pos.at(0, 0))>> rows(src, style, pairs, static_cast<A>(sign));
+  // Rows of double from DRAM go one head at a time (two streams, as the plain loop): with two heads sharing each
+  // cos/sin load, [1, 4096, 32, 128] double in place measured 0.79 of the plain loop, one head 1.00; at 512 tokens
+  // (in L3) and for float and 16-bit rows at every size two heads were as fast or faster (Zen 3, bench/README.md).
+  if constexpr (sizeof(In) == 8) {
+    index_t bytes = 0;
+    for (const auto& t : io) bytes += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs * index_t{sizeof(In)};
+    rows.pair_heads(bytes <= rope_stream_bytes);
+  }
   for (index_t l = 0; l < n_len; ++l) {
     for (index_t n = 0; n < n_batch; ++n) {
       const auto p = pos.at(n, l);
