@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GENERATORS = ('gen_golden.py', 'gen_alibi.py', 'gen_tables.py', 'gen_quant.py')
+GENERATORS = ('gen_golden.py', 'gen_alibi.py', 'gen_tables.py', 'gen_quant.py', 'gen_models.py')
 
 try:
     import mpmath  # noqa: F401
@@ -22,7 +22,9 @@ with tempfile.TemporaryDirectory() as tmp:
     for name in GENERATORS + ('golden_io.py',):
         shutil.copy(os.path.join(HERE, name), tmp)
     for gen in GENERATORS:
-        subprocess.run([sys.executable, os.path.join(tmp, gen)], check=True, stdout=subprocess.DEVNULL)
+        # gen_models.py reads the configs of tests/data/hf/models, which the copy does not carry.
+        env = dict(os.environ, POSENC_HF_MODELS=os.path.join(HERE, '..', 'data', 'hf', 'models'))
+        subprocess.run([sys.executable, os.path.join(tmp, gen)], check=True, stdout=subprocess.DEVNULL, env=env)
     produced = sorted(f for f in os.listdir(tmp) if f.endswith('.txt'))
     committed = sorted(f for f in os.listdir(HERE) if f.endswith('.txt'))
     bad = [f for f in committed if f not in produced]

@@ -105,6 +105,11 @@ inline bool is_deepseek(const std::string& model_type, const std::vector<std::st
   return false;
 }
 
+/// Families whose reference implementation pairs (x[2i], x[2i+1]): GLM, GLM-4, Llama 4.
+inline bool interleaved_family(const std::string& model_type) {
+  return model_type == "glm" || model_type == "glm4" || model_type == "llama4" || model_type == "llama4_text";
+}
+
 /// The keys -> rope_params (and the names its fields are reported under) -> rope_config by the shared mapping,
 /// and what they mean as hf_rope_info (which documents each field). The first error among the keys used, in the
 /// order used, is the result; `out` is assigned only on success.
@@ -158,8 +163,10 @@ inline status map_config(const config_keys& k, const choices& c, hf_rope_info& o
   else if (const auto t2 = use(top.rope_theta)) p.base = *t2;
   else p.base = use(top.rotary_emb_base).value_or(10000.0);
   // DeepSeek checkpoints pair (x[2i], x[2i+1]); HF DeepseekV3 permutes q/k unless rope_interleave is false.
+  // GLM / GLM-4 (modeling_glm*.py: rotate_half over x[0::2], x[1::2], cos repeat_interleave'd) and Llama 4
+  // (modeling_llama4.py: view_as_complex of adjacent pairs) rotate interleaved pairs too.
   const bool deepseek = is_deepseek(k.model_type, k.architectures);
-  const bool interleave = deepseek && use(top.rope_interleave).value_or(true);
+  const bool interleave = (deepseek && use(top.rope_interleave).value_or(true)) || interleaved_family(k.model_type);
   p.style = c.style.value_or(interleave ? rope_style::interleaved : rope_style::half_split);
 
   // The rope type: `rope_type`, else the legacy `type`.

@@ -27,10 +27,12 @@
 #include <nlohmann/json.hpp>
 
 #include "posenc/config.hpp"
+#include "posenc/detail/hf_layers.hpp"
 #include "posenc/detail/hf_reader.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/error.hpp"
 #include "posenc/io/hf_rope_info.hpp"  // IWYU pragma: export
+#include "posenc/model_plan.hpp"      // IWYU pragma: export
 #include "posenc/rope_params.hpp"
 #include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
@@ -104,6 +106,24 @@ status guarded(const char* function, F&& f) noexcept {
 #endif
 }
 
+/// Reads and parses the JSON file at `path`: io_error when it cannot be opened, invalid_file when it is not
+/// valid JSON (with the parser's byte position when exceptions are enabled).
+inline status read_json_file(const char* function, const std::string& path, nlohmann::json& config) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail_with(errc::io_error, function, "cannot open path=\"", path, "\"");
+#if POSENC_HAS_EXCEPTIONS
+  try {
+    config = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return fail_with(errc::invalid_file, function, "path=\"", path, "\" is not valid JSON: ", e.what());
+  }
+#else
+  config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded()) return fail_with(errc::invalid_file, function, "path=\"", path, "\" is not valid JSON");
+#endif
+  return {};
+}
+
 }  // namespace detail::hf
 
 /// Reads the RoPE configuration of a Hugging Face model from its parsed `config.json`, into `out`.
@@ -171,19 +191,8 @@ inline status try_rope_config_from_hf_file(const std::string& path, hf_rope_info
                                            const hf_options& options = {}) noexcept {
   constexpr const char* fn = "rope_config_from_hf_file";
   return detail::hf::guarded(fn, [&]() -> status {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return detail::fail_with(errc::io_error, fn, "cannot open path=\"", path, "\"");
     nlohmann::json config;
-#if POSENC_HAS_EXCEPTIONS
-    try {
-      config = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      return detail::fail_with(errc::invalid_file, fn, "path=\"", path, "\" is not valid JSON: ", e.what());
-    }
-#else
-    config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (config.is_discarded()) return detail::fail_with(errc::invalid_file, fn, "path=\"", path, "\" is not valid JSON");
-#endif
+    POSENC_TRY(detail::hf::read_json_file(fn, path, config));
     return detail::hf::parse<detail::hf::json_access>(&config, options, out);
   });
 }
@@ -199,6 +208,53 @@ inline hf_rope_info rope_config_from_hf_file(const std::string& path, const hf_o
   hf_rope_info info;
   detail::throw_if_error(try_rope_config_from_hf_file(path, info, options));
   return info;
+}
+
+/// Every layer's positional treatment of a Hugging Face model from its parsed `config.json`, into `out`:
+/// which layers rotate q and k and with which RoPE configuration (each as try_rope_config_from_hf reads it,
+/// with the family's per-layer base where it has one), which have none (NoPE), each layer's attention kind and
+/// window, and Llama 4's temperature factor on q in NoPE layers. The family rules and their sources are listed
+/// in detail/hf_layers.hpp and docs/models.md; `layer_types` in the config wins over a family's default.
+/// Returns ok, or (out unchanged) invalid_argument naming the key: num_hidden_layers missing, layer_types or
+/// no_rope_layers of another length or with unknown entries, a sliding layer without sliding_window, and
+/// every error of try_rope_config_from_hf; out_of_memory when an allocation fails.
+///
+/// **Example**
+/// ```
+/// posenc::model_positional_plan model;
+/// if (posenc::status s = posenc::try_model_plan_from_hf(nlohmann::json::parse(text), model); !s) return s;
+/// const posenc::layer_positional& l5 = model.layer(5);  // l5.rope, l5.config, l5.attention, l5.window
+/// ```
+inline status try_model_plan_from_hf(const nlohmann::json& config, model_positional_plan& out,
+                                     const hf_options& options = {}) noexcept {
+  return detail::hf::guarded(detail::hf::model_fn,
+                             [&] { return detail::hf::parse_model<detail::hf::json_access>(&config, options, out); });
+}
+
+/// The throwing form of try_model_plan_from_hf: argument_error with the same message.
+inline model_positional_plan model_plan_from_hf(const nlohmann::json& config, const hf_options& options = {}) {
+  model_positional_plan m;
+  detail::throw_if_error(try_model_plan_from_hf(config, m, options));
+  return m;
+}
+
+/// Reads `path` (a model's config.json) as try_model_plan_from_hf, into `out`; io_error and invalid_file as
+/// try_rope_config_from_hf_file.
+inline status try_model_plan_from_hf_file(const std::string& path, model_positional_plan& out,
+                                          const hf_options& options = {}) noexcept {
+  constexpr const char* fn = "model_plan_from_hf_file";
+  return detail::hf::guarded(fn, [&]() -> status {
+    nlohmann::json config;
+    POSENC_TRY(detail::hf::read_json_file(fn, path, config));
+    return detail::hf::parse_model<detail::hf::json_access>(&config, options, out);
+  });
+}
+
+/// The throwing form of try_model_plan_from_hf_file.
+inline model_positional_plan model_plan_from_hf_file(const std::string& path, const hf_options& options = {}) {
+  model_positional_plan m;
+  detail::throw_if_error(try_model_plan_from_hf_file(path, m, options));
+  return m;
 }
 
 POSENC_END_NAMESPACE

@@ -33,8 +33,8 @@ struct enum_names<hf_yarn_variant> {
 /// Choices a `config.json` does not make, or that an engine makes differently from Hugging Face.
 struct hf_options {
   /// Pair layout. Unset: interleaved for DeepSeek-V2/V3 (their checkpoints pair (x[2i], x[2i+1]); HF
-  /// DeepseekV3 permutes q/k before rotate_half unless `rope_interleave` is false), half_split (HF rotate_half)
-  /// for every other model. Set it to `interleaved` for weights permuted to Meta/GGUF layout.
+  /// DeepseekV3 permutes q/k before rotate_half unless `rope_interleave` is false) and for GLM, GLM-4 and
+  /// Llama 4 (their HF modeling files rotate adjacent pairs), half_split (HF rotate_half) for every other model. Set it to `interleaved` for weights permuted to Meta/GGUF layout.
   std::optional<rope_style> style;
   /// Which YaRN a "yarn" rope type becomes; by_model: deepseek_yarn for DeepSeek-V2/V3 only.
   hf_yarn_variant yarn = hf_yarn_variant::by_model;
@@ -57,8 +57,8 @@ struct hf_rope_info {
   ///   `head_dim` if present and not null, else `hidden_size / num_attention_heads` (integer division, as HF).
   /// rotary_dim: int(head_dim * partial_rotary_factor), always set explicitly (never 0); rotary_offset: 0.
   /// base: dict `rope_theta`, else `rope_theta`, else `rotary_emb_base` (GPT-NeoX), else 10000.
-  /// style: hf_options::style, else interleaved for DeepSeek-V2/V3 (unless `rope_interleave` is false), else
-  ///   half_split. scaling: from the dict, see rope_config_from_hf. freq_factors: empty.
+  /// style: hf_options::style, else interleaved for DeepSeek-V2/V3 (unless `rope_interleave` is false) and
+  ///   for model_type glm, glm4, llama4, llama4_text, else half_split. scaling: from the dict, see rope_config_from_hf. freq_factors: empty.
   rope_config config;
   /// `model_type` ("" when absent; the root's when `text_config` lacks one).
   std::string model_type;

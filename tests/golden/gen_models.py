@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Generate models.txt: every layer's positional treatment of current model families, from their configs.
+
+Run:  python3 tests/golden/gen_models.py      (writes models.txt next to this script)
+
+Inputs are the hand-written configs in tests/data/hf/models/ (public values of each model's config.json);
+this script reads their numbers and applies each family's rules as its reference implementation states them,
+in mpmath at 40 digits, importing nothing from posenc:
+  layer structure   transformers configuration_<family>.py defaults and modeling_<family>.py attention classes:
+                    Gemma 2 (layer i slides when (i+1) % 2), Gemma 3 ((i+1) % sliding_window_pattern, local
+                    layers with rope_local_base_freq and no scaling; v5 rope_parameters per layer type),
+                    Llama 4 (no_rope_layers default (i+1) % 4 != 0; chunked attention on RoPE layers; the
+                    attention temperature 1 + attn_scale * ln(floor((p+1)/floor_scale) + 1) on q in NoPE
+                    layers, Llama4TextAttention), SmolLM3 (no_rope_layers as Llama 4), GPT-OSS (layer_types),
+                    Qwen3 (use_sliding_window off: every layer full), ModernBERT (global every 3rd layer from 0
+                    with global_rope_theta, local window local_attention with local_rope_theta), GLM-4
+                    (partial_rotary_factor 0.5, interleaved pairs: modeling_glm4.py rotate_half over x[0::2],
+                    x[1::2]), Mistral 7B v0.1 (sliding_window on every layer).
+  frequencies       as gen_golden.py: w_i = base^(-2i/R); linear w/factor; llama3 bands; YaRN ramp with HF's
+                    attention factor 0.1 ln(factor) + 1 (truncate false for GPT-OSS).
+
+Case params: config (file name), layers. Arrays per case (L layers, K distinct RoPE plans, P = max pairs):
+  rope i64 (L): 1 rotates, 0 NoPE;  attention i64 (L): 0 full, 1 sliding, 2 chunked;  window i64 (L);
+  plan i64 (L): index into the plan arrays (-1 for NoPE layers);
+  plan_rotary_dim i64 (K), plan_interleaved i64 (K), plan_magnitude f64 (K), plan_inv_freq f64 (K, P) (rows
+  padded with 0 past rotary_dim/2);
+  temp_positions i64 (T), temp_scale f64 (L, T): the factor on q at each position (1 where not enabled).
+"""
+
+import json
+import os
+
+from mpmath import mp, mpf
+
+from gen_golden import default_inv_freq, get_mscale, llama3_inv_freq, yarn_inv_freq
+from golden_io import Case, write_file
+
+mp.dps = 40
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.environ.get('POSENC_HF_MODELS', os.path.join(HERE, '..', 'data', 'hf', 'models'))
+TEMP_POSITIONS = [0, 1, 8190, 8191, 8192, 16382, 16383, 100000, 1048575, 10485759]
+
+
+def load(name):
+    with open(os.path.join(MODELS, name)) as f:
+        root = json.load(f)
+    return root, root.get('text_config', root)
+
+
+def head_dim(t):
+    return t['head_dim'] if t.get('head_dim') else t['hidden_size'] // t['num_attention_heads']
+
+
+class Plans:
+    def __init__(self):
+        self.rows = []   # (rotary_dim, interleaved, magnitude, inv_freq)
+
+    def add(self, R, interleaved, magnitude, inv_freq):
+        key = (R, interleaved, [str(v) for v in inv_freq], str(magnitude))
+        for k, r in enumerate(self.rows):
+            if (r[0], r[1], [str(v) for v in r[3]], str(r[2])) == key:
+                return k
+        self.rows.append((R, interleaved, magnitude, inv_freq))
+        return len(self.rows) - 1
+
+
+def case(name, config, layers, rope, attention, window, plan_of, plans, temp=None):
+    c = Case(name)
+    c.param('config', config)
+    c.param('layers', layers)
+    c.array('rope', 'i64', [layers], rope)
+    c.array('attention', 'i64', [layers], attention)
+    c.array('window', 'i64', [layers], window)
+    c.array('plan', 'i64', [layers], plan_of)
+    K = len(plans.rows)
+    P = max(r[0] // 2 for r in plans.rows)
+    c.array('plan_rotary_dim', 'i64', [K], [r[0] for r in plans.rows])
+    c.array('plan_interleaved', 'i64', [K], [1 if r[1] else 0 for r in plans.rows])
+    c.array('plan_magnitude', 'f64', [K], [r[2] for r in plans.rows])
+    c.array('plan_inv_freq', 'f64', [K, P], [v for r in plans.rows for v in list(r[3]) + [mpf(0)] * (P - len(r[3]))])
+    T = len(TEMP_POSITIONS)
+    c.array('temp_positions', 'i64', [T], TEMP_POSITIONS)
+    scales = []
+    for i in range(layers):
+        for p in TEMP_POSITIONS:
+            if temp is not None and temp[i] is not None:
+                floor_scale, attn_scale = temp[i]
+                scales.append(1 + attn_scale * mp.log(mp.floor((mpf(p) + 1) / floor_scale) + 1))
+            else:
+                scales.append(mpf(1))
+    c.array('temp_scale', 'f64', [layers, T], scales)
+    return c
+
+
+def uniform(name, config, slide, interleaved=False):
+    """One RoPE for all layers (scaling none); slide(i) -> (attention, window)."""
+    _, t = load(config)
+    L, D = t['num_hidden_layers'], head_dim(t)
+    R = int(D * t.get('partial_rotary_factor', 1))
+    plans = Plans()
+    k = plans.add(R, interleaved, mpf(1), default_inv_freq(mpf(t.get('rope_theta', 10000)), R))
+    kinds = [slide(i, t) for i in range(L)]
+    return case(name, config, L, [1] * L, [a for a, _ in kinds], [w for _, w in kinds], [k] * L, plans)
+
+
+def gemma3(name, config):
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], head_dim(t)
+    plans = Plans()
+    if 'rope_parameters' in t:
+        rp = t['rope_parameters']
+        glob = [w / mpf(rp['full_attention']['factor']) for w in default_inv_freq(mpf(rp['full_attention']['rope_theta']), R)]
+        loc = default_inv_freq(mpf(rp['sliding_attention']['rope_theta']), R)
+        sliding = [lt == 'sliding_attention' for lt in t['layer_types']]
+    else:
+        glob = [w / mpf(t['rope_scaling']['factor']) for w in default_inv_freq(mpf(t['rope_theta']), R)]
+        loc = default_inv_freq(mpf(t['rope_local_base_freq']), R)
+        sliding = [(i + 1) % t['sliding_window_pattern'] != 0 for i in range(L)]
+    kg, kl = plans.add(R, False, mpf(1), glob), plans.add(R, False, mpf(1), loc)
+    return case(name, config, L, [1] * L, [1 if s else 0 for s in sliding],
+                [t['sliding_window'] if s else 0 for s in sliding], [kl if s else kg for s in sliding], plans)
+
+
+def llama4(name, config):
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], head_dim(t)
+    rs = t['rope_scaling']
+    plans = Plans()
+    k = plans.add(R, True, mpf(1), llama3_inv_freq(mpf(t['rope_theta']), R, rs['factor'], rs['low_freq_factor'],
+                                                   rs['high_freq_factor'], rs['original_max_position_embeddings']))
+    rope = [1 if (i + 1) % 4 != 0 else 0 for i in range(L)]
+    temp = [None if r else (mpf(t['floor_scale']), mpf(t['attn_scale'])) for r in rope]
+    return case(name, config, L, rope, [2 if r else 0 for r in rope], [t['attention_chunk_size'] if r else 0 for r in rope],
+                [k if r else -1 for r in rope], plans, temp)
+
+
+def smollm3(name, config):
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], head_dim(t)
+    plans = Plans()
+    k = plans.add(R, False, mpf(1), default_inv_freq(mpf(t['rope_theta']), R))
+    rope = [1 if (i + 1) % t['no_rope_layer_interval'] != 0 else 0 for i in range(L)]
+    return case(name, config, L, rope, [0] * L, [0] * L, [k if r else -1 for r in rope], plans)
+
+
+def gpt_oss(name, config):
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], head_dim(t)
+    rs = t['rope_scaling']
+    plans = Plans()
+    inv = yarn_inv_freq(mpf(t['rope_theta']), R, rs['factor'], rs['original_max_position_embeddings'],
+                        rs['beta_fast'], rs['beta_slow'], rs['truncate'])
+    k = plans.add(R, False, get_mscale(rs['factor']), inv)
+    sliding = [lt == 'sliding_attention' for lt in t['layer_types']]
+    return case(name, config, L, [1] * L, [1 if s else 0 for s in sliding], [t['sliding_window'] if s else 0 for s in sliding],
+                [k] * L, plans)
+
+
+def modernbert(name, config):
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], head_dim(t)
+    plans = Plans()
+    kg = plans.add(R, False, mpf(1), default_inv_freq(mpf(t['global_rope_theta']), R))
+    kl = plans.add(R, False, mpf(1), default_inv_freq(mpf(t['local_rope_theta']), R))
+    glob = [i % t['global_attn_every_n_layers'] == 0 for i in range(L)]
+    return case(name, config, L, [1] * L, [0 if g else 1 for g in glob], [0 if g else t['local_attention'] for g in glob],
+                [kg if g else kl for g in glob], plans)
+
+
+def main():
+    cases = [
+        uniform('gemma2_9b', 'gemma2_9b.json', lambda i, t: (1, t['sliding_window']) if (i + 1) % 2 else (0, 0)),
+        gemma3('gemma3_4b', 'gemma3_4b.json'),
+        gemma3('gemma3_4b_v5', 'gemma3_4b_v5.json'),
+        llama4('llama4_scout', 'llama4_scout.json'),
+        smollm3('smollm3_3b', 'smollm3_3b.json'),
+        gpt_oss('gpt_oss_20b', 'gpt_oss_20b.json'),
+        uniform('qwen3_8b', 'qwen3_8b.json', lambda i, t: (0, 0)),
+        modernbert('modernbert_base', 'modernbert_base.json'),
+        uniform('glm4_9b', 'glm4_9b.json', lambda i, t: (0, 0), interleaved=True),
+        uniform('mistral_7b_v01', 'mistral_7b_v01.json', lambda i, t: (1, t['sliding_window'])),
+    ]
+    write_file('models.txt', 'gen_models.py', [
+        'Per-layer positional treatment of model families from tests/data/hf/models/*.json (see gen_models.py).',
+    ], cases)
+
+
+if __name__ == '__main__':
+    main()
