@@ -566,6 +566,34 @@ TEST(CliPlan, ModelFilesAndOverrides) {
   EXPECT_EQ(got[4], std::pow(10000.0, -2.0 / static_cast<double>(2 * shape[0])));
 }
 
+// --layer: the layer's own RoPE from the model's layer structure (tests/golden/models.txt, gen_models.py): Gemma 3's
+// sliding layer 0 rotates with the local base and no scaling, its global layer 5 with rope_theta and linear 8.
+TEST(CliPlan, LayerOfAModel) {
+  const std::string gemma = " --hf-config '" + model_file("hf", "models/gemma3_4b.json") + "'";
+  const golden_case* want = nullptr;
+  const auto cases = load_golden("models.txt");
+  for (const auto& c : cases)
+    if (c.name == "gemma3_4b") want = &c;
+  ASSERT_NE(want, nullptr);
+  const auto& inv = want->array("plan_inv_freq");
+  for (const index_t layer : {0, 5}) {
+    cli_result r = run("plan" + gemma + " --layer " + std::to_string(layer) + " --output '" + path("l.npy") + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::vector<index_t> shape;
+    const std::vector<double> got = load("l.npy", &shape);
+    ASSERT_EQ(shape, (std::vector<index_t>{inv.shape[1], 4}));
+    const auto k = static_cast<std::size_t>(want->array("plan").ivalues[static_cast<std::size_t>(layer)]);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(shape[0]); ++i)
+      EXPECT_NEAR(got[4 * i], inv.values[k * static_cast<std::size_t>(inv.shape[1]) + i], 4e-15 * got[4 * i])
+          << "layer " << layer << " pair " << i;
+  }
+  expect_rejected("plan --hf-config '" + model_file("hf", "models/llama4_scout.json") + "' --layer 3 --output '" +
+                      path("l.npy") + "'",
+                  "layer 3 of llama4_text has no RoPE");
+  expect_rejected("plan" + gemma + " --layer 34 --output '" + path("l.npy") + "'", "layer 34 is not in [0, 34)");
+  expect_rejected("plan --head-dim 64 --layer 1 --output '" + path("l.npy") + "'", "--layer requires --hf-config");
+}
+
 TEST(Cli, HelpAndVersion) {
   cli_result r = run("--version");
   EXPECT_EQ(r.code, 0);

@@ -90,7 +90,7 @@ posenc::strided_view<T, 4> view_as(T* data, const std::vector<index_t>& shape, c
 struct rope_args {
   std::string input, output, layout = "NLHD", style = "half-split", scaling = "none", positions, short_factors,
                           long_factors, mrope_sections, mrope_layout = "chunked", hf_config, gguf;
-  index_t rotary_dim = 0, offset = 0, original_max = 0;
+  index_t rotary_dim = 0, offset = 0, original_max = 0, layer = -1;
   double base = 10000.0, factor = 1.0, beta_fast = 32.0, beta_slow = 1.0, attention_factor = 0.0,
          low_freq_factor = 1.0, high_freq_factor = 4.0;
   bool inverse = false;
@@ -156,9 +156,19 @@ posenc::rope_scaling scaling_from_flags(const rope_args& a) {
 }
 
 /// The RoPE configuration of a model file (--hf-config or --gguf): base, rotary dim, pair style, scaling.
+/// With --layer I, layer I's configuration (posenc::model_plan_from_hf_file: Gemma 3's and ModernBERT's local
+/// bases, Llama 4's NoPE layers); a layer without RoPE is an error naming it.
 posenc::rope_config config_from_file(const rope_args& a) {
   if (!a.gguf.empty()) return posenc::read_gguf_rope(a.gguf).config;
 #if POSENC_CLI_HF_CONFIG
+  if (a.layer >= 0) {
+    const posenc::model_positional_plan model = posenc::model_plan_from_hf_file(a.hf_config);
+    const posenc::layer_positional& l = model.layer(a.layer);
+    if (!l.rope)
+      fail(a.hf_config + ": layer " + std::to_string(a.layer) + " of " + model.model_type +
+           " has no RoPE (a NoPE layer: q and k are not rotated)");
+    return l.config;
+  }
   return posenc::rope_config_from_hf_file(a.hf_config).config;
 #else
   fail("--hf-config needs nlohmann/json: this posenc was built without it (install nlohmann-json3-dev and rebuild)");
@@ -436,6 +446,9 @@ frequency_flags add_frequency_flags(CLI::App* app, rope_args& ra, const CLI::Val
                    "the same from a GGUF file's metadata (llama.cpp keys, rope_freqs.weight, the architecture's pair "
                    "style); explicit flags override it")
       ->excludes(f.hf_config);
+  app->add_option("--layer", ra.layer, "the RoPE of this layer of the --hf-config model (local and global bases)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(f.hf_config);
   app->add_option("--short-factors", ra.short_factors, "longrope short factors .npy [R/2]");
   app->add_option("--long-factors", ra.long_factors, "longrope long factors .npy [R/2]");
   return f;

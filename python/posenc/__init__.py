@@ -48,7 +48,7 @@ from __future__ import annotations
 # modules with learned tables; _common holds what they share); this file only re-exports the public names.
 # posenc.torch (autograd, drop-in modules) is imported on its own: it needs torch.
 from ._common import isa, set_isa, reset_isa, cpu_supports, Array, Positions, DType
-from ._plans import RopePlan, RopeCache, RopeTable
+from ._plans import RopePlan, RopeCache, RopeTable, model_layers
 from ._rope import apply_rope, apply_rope_qk, rope_append_kv, shift_rope, rerotate_rope
 from ._mrope import MropePlan, apply_mrope
 from ._xpos import XposPlan, apply_xpos, apply_xpos_qk, xpos_default_center
@@ -69,6 +69,7 @@ __all__ = [
     "RopePlan",
     "RopeCache",
     "RopeTable",
+    "model_layers",
     "XposPlan",
     "MropePlan",
     "apply_rope",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import numbers
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -14,6 +14,32 @@ from ._common import Array, _check_array, _int, _merged_config, _seq_len
 
 
 # -------------------------------------------------------------------------------------------------------- plans
+
+def _load_json(config: Any, fn: str) -> Any:
+    """A config.json path read and parsed (a dict passes through), with the C++ loader's messages."""
+    if not isinstance(config, (str, os.PathLike)):
+        return config
+    import json
+
+    path = os.fspath(config)
+    try:
+        with open(path, "rb") as f:
+            return json.load(f)
+    except OSError as e:
+        raise OSError(f'posenc::{fn}: cannot open path="{path}"') from e
+    except ValueError as e:
+        raise ValueError(f'posenc::{fn}: path="{path}" is not valid JSON: {e}') from e
+
+
+def model_layers(config: Union[str, "os.PathLike[str]", Dict[str, Any]], *, use_text_config: bool = True) -> List[Dict[str, Any]]:
+    """Every layer's positional treatment of a Hugging Face model (posenc::model_plan_from_hf, the C++ reader
+    over the dict): one dict per layer with ``rope`` (False for a NoPE layer), ``attention``
+    (``"full_attention"``, ``"sliding_attention"`` or ``"chunked_attention"``), ``window`` (tokens; 0 for full)
+    and ``temperature`` (Llama 4 NoPE layers: ``{"floor_scale", "attn_scale"}``, the factor on q at position p
+    being ``1 + attn_scale * log(floor((p + 1) / floor_scale) + 1)``; None elsewhere). A layer's RoPE plan is
+    ``RopePlan.from_hf_config(config, layer=i)``. Family rules: docs/models.md."""
+    return _C.model_layers(_load_json(config, "model_plan_from_hf_file"), bool(use_text_config))
+
 
 class RopePlan:
     """A RoPE frequency plan (posenc::rope_plan): a frequency w_i per rotated pair, the magnitude m on cos and
@@ -108,6 +134,7 @@ class RopePlan:
         longrope_policy: str = "per_length",
         layer_type: Optional[str] = None,
         use_text_config: bool = True,
+        layer: Optional[int] = None,
         **overrides: Any,
     ) -> "RopePlan":
         """The plan of a Hugging Face model from its ``config.json`` (a path, or the parsed dict).
@@ -126,6 +153,9 @@ class RopePlan:
                 seq_len or a fixed policy).
             layer_type: the layer type of per-layer ``rope_parameters`` (Gemma 3: ``"full_attention"``).
             use_text_config: read ``text_config`` when present.
+            layer: the plan of this layer (posenc::model_plan_from_hf: Gemma 3's and ModernBERT's local bases,
+                per-layer ``rope_parameters``); a NoPE layer (Llama 4, SmolLM3) raises ValueError. The layer's
+                attention, window and temperature are in ``info["layer"]``; :func:`model_layers` lists them all.
             overrides: any key of :attr:`config` replacing the file's value, as the CLI's flags override
                 ``--hf-config`` (``base=1e6``, ``rotary_dim=64``, ``scaling={"factor": 8.0}`` merged into the
                 file's scaling); see :meth:`replace`.
@@ -133,20 +163,10 @@ class RopePlan:
         The model facts (``model_type``, ``rope_type``, ``num_attention_heads``, ``num_key_value_heads``,
         ``max_position_embeddings``, ``mrope_section``, ...) are in :attr:`info`.
         """
-        if isinstance(config, (str, os.PathLike)):
-            import json
-
-            path = os.fspath(config)
-            try:
-                with open(path, "rb") as f:
-                    config = json.load(f)
-            except OSError as e:
-                raise OSError(f'posenc::rope_config_from_hf_file: cannot open path="{path}"') from e
-            except ValueError as e:
-                raise ValueError(f'posenc::rope_config_from_hf_file: path="{path}" is not valid JSON: {e}') from e
+        config = _load_json(config, "rope_config_from_hf_file")
         # posenc's C++ reader and mapping (detail/hf_reader.hpp, the loader of io/hf_config.hpp) over the dict.
         n = _seq_len(seq_len, "RopePlan")
-        args = (style, yarn_variant, dynamic_policy, longrope_policy, layer_type, bool(use_text_config))
+        args = (style, yarn_variant, dynamic_policy, longrope_policy, layer_type, bool(use_text_config), layer)
         if overrides:
             # The file's configuration before the length rule: an override may be what makes it plannable.
             core, facts = _C.RopePlanCore.from_hf(config, *args, max(n, 1))

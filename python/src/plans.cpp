@@ -7,6 +7,7 @@
 #include <iterator>
 #include <limits>
 
+#include <posenc/detail/hf_layers.hpp>
 #include <posenc/detail/hf_reader.hpp>
 
 namespace pyposenc {
@@ -389,10 +390,40 @@ rope_plan_py plan_from_scaling(nb::dict params, nb::handle scaling, std::optiona
 
 /// RopePlan.from_hf_config: posenc::rope_config_from_hf's reader and mapping over a parsed config.json, then
 /// the plan; the model facts as a dict.
+/// One layer of posenc::model_positional_plan as a dict: rope, attention, window, temperature (None or its
+/// floor_scale and attn_scale).
+nb::dict layer_dict(const posenc::layer_positional& l) {
+  nb::dict d;
+  d["rope"] = l.rope;
+  d["attention"] = std::string(posenc::to_string(l.attention));
+  d["window"] = l.window;
+  if (l.temperature.enabled) {
+    nb::dict t;
+    t["floor_scale"] = l.temperature.floor_scale;
+    t["attn_scale"] = l.temperature.attn_scale;
+    d["temperature"] = t;
+  } else {
+    d["temperature"] = nb::none();
+  }
+  return d;
+}
+
+/// posenc.model_layers: every layer's positional treatment (posenc::try_model_plan_from_hf's reader over the
+/// dict), one dict per layer.
+nb::list model_layers(const nb::handle& config, bool use_text_config) {
+  posenc::hf_options opt;
+  opt.use_text_config = use_text_config;
+  posenc::model_positional_plan m;
+  check(posenc::detail::hf::parse_model<py_access>(config.ptr(), opt, m));
+  nb::list out;
+  for (const auto& l : m.layers) out.append(layer_dict(l));
+  return out;
+}
+
 std::pair<rope_plan_py, nb::dict> plan_from_hf(const nb::handle& config, std::optional<std::string> style,
                                                std::optional<std::string> yarn_variant, const std::string& ntk_policy,
                                                const std::string& long_policy, std::optional<std::string> layer_type,
-                                               bool use_text_config, index_t seq_len) {
+                                               bool use_text_config, std::optional<index_t> layer, index_t seq_len) {
   constexpr const char* fn = "RopePlan.from_hf_config";
   posenc::hf_options opt;
   if (style) opt.style = parse_style(*style, fn);
@@ -404,9 +435,23 @@ std::pair<rope_plan_py, nb::dict> plan_from_hf(const nb::handle& config, std::op
   opt.long_policy = parse_enum<posenc::longrope_policy>(long_policy, fn, "longrope_policy");
   if (layer_type) opt.layer_type = *layer_type;
   opt.use_text_config = use_text_config;
+  nb::dict d;
+  std::optional<posenc::layer_positional> chosen;
+  if (layer) {  // that layer's configuration (local bases, NoPE layers): posenc::model_plan_from_hf
+    posenc::model_positional_plan m;
+    check(posenc::detail::hf::parse_model<py_access>(config.ptr(), opt, m));
+    check(m.check_layer(*layer));
+    chosen = m.layer(*layer);
+    if (!chosen->rope)
+      check(posenc::detail::fail(fn, "layer ", *layer, " of ", m.model_type, " has no RoPE (a NoPE layer: q and k are "
+                                 "not rotated; posenc.model_layers lists its attention and temperature)"));
+    // The facts below from the layer's own type of a per-layer rope_parameters (ignored for a flat dict).
+    if (opt.layer_type.empty()) opt.layer_type = posenc::to_string(chosen->attention);
+    d["layer"] = layer_dict(*chosen);
+  }
   posenc::hf_rope_info info;
   check(posenc::detail::hf::parse<py_access>(config.ptr(), opt, info));
-  nb::dict d;
+  if (chosen) info.config = chosen->config;
   d["model_type"] = info.model_type;
   d["rope_type"] = info.rope_type;
   d["num_attention_heads"] = info.num_attention_heads;
@@ -451,6 +496,7 @@ std::pair<rope_plan_py, nb::dict> plan_from_gguf(const std::string& path, std::o
 }  // namespace
 
 void bind_plans(nb::module_& m) {
+  m.def("model_layers", &model_layers, nb::arg("config"), nb::arg("use_text_config"));
   // ---- plans
   nb::class_<rope_plan_py>(m, "RopePlanCore", "A posenc::rope_plan (immutable).")
       .def_static("from_params", &plan_from_params, nb::arg("params"), nb::arg("names"), nb::arg("seq_len"),
@@ -470,7 +516,7 @@ void bind_plans(nb::module_& m) {
                   nb::arg("base").none(), nb::arg("seq_len"))
       .def_static("from_hf", &plan_from_hf, nb::arg("config"), nb::arg("style").none(), nb::arg("yarn_variant").none(),
                   nb::arg("dynamic_policy"), nb::arg("longrope_policy"), nb::arg("layer_type").none(),
-                  nb::arg("use_text_config"), nb::arg("seq_len"))
+                  nb::arg("use_text_config"), nb::arg("layer").none(), nb::arg("seq_len"))
       .def_static("from_gguf", &plan_from_gguf, nb::arg("path"), nb::arg("style").none(), nb::arg("longrope_policy"),
                   nb::arg("seq_len"))
       .def_static(
