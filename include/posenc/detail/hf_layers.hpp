@@ -141,17 +141,12 @@ status layer_rope(typename A::node root, const hf_options& opt, const std::strin
 template <class A>
 status parse_model(typename A::node root, const hf_options& opt, model_positional_plan& result) {
   using node = typename A::node;
-  if (!A::is_object(root)) return fail(model_fn, "the config must be a JSON object, got ", A::type_name(root));
-  const section<A> root_s{root, ""};
-  node text{};
-  if (opt.use_text_config) POSENC_TRY(root_s.object_or_null("text_config", text));
-  const section<A> top{text ? text : root, text ? "text_config." : ""};
-  config_key<std::string> model_type = top.string("model_type");
-  if (!model_type.given() && text) model_type = root_s.string("model_type");
-  POSENC_TRY(model_type.error);
+  model_root<A> where;
+  POSENC_TRY(where.find(model_fn, root, opt));
+  const section<A>& top = where.top;
 
   model_positional_plan m;
-  m.model_type = model_type.value.value_or("");
+  m.model_type = where.model_type;
   const layer_family family = family_of(m.model_type);
   const config_key<index_t> n_layers = top.positive("num_hidden_layers");
   POSENC_TRY(n_layers.error);

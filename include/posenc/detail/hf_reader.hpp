@@ -158,22 +158,43 @@ std::string layer_list(typename A::node dict) {
   return s;
 }
 
+/// Where a config's model keys are: the root, or `text_config` of a multimodal config (when opt.use_text_config
+/// and it is an object); the model_type from there, else from the root.
+template <class A>
+struct model_root {
+  section<A> root;
+  section<A> top;
+  bool text = false;
+  std::string model_type;
+
+  status find(const char* function, typename A::node r, const hf_options& opt) {
+    if (!A::is_object(r)) return fail(function, "the config must be a JSON object, got ", A::type_name(r));
+    root = section<A>{r, ""};
+    typename A::node t{};
+    if (opt.use_text_config) POSENC_TRY(root.object_or_null("text_config", t));
+    text = static_cast<bool>(t);
+    top = text ? section<A>{t, "text_config."} : root;
+    config_key<std::string> mt = top.string("model_type");
+    if (!mt.given() && text) mt = root.string("model_type");
+    POSENC_TRY(mt.error);
+    model_type = mt.value.value_or("");
+    return {};
+  }
+};
+
 /// Finds the RoPE keys of `root` (where the model and the scaling dict are, each key's JSON type); what they
 /// mean is map_config's (detail/hf_mapping.hpp). `result` is assigned only on success.
 template <class A>
 status parse(typename A::node root, const hf_options& opt, hf_rope_info& result) {
   using node = typename A::node;
-  if (!A::is_object(root)) return fail(fn, "the config must be a JSON object, got ", A::type_name(root));
-  const section<A> root_s{root, ""};
-  node text{};
-  if (opt.use_text_config) POSENC_TRY(root_s.object_or_null("text_config", text));
-  const section<A> top{text ? text : root, text ? "text_config." : ""};
+  model_root<A> where;
+  POSENC_TRY(where.find(fn, root, opt));
+  const section<A>& root_s = where.root;
+  const section<A>& top = where.top;
+  const bool text = where.text;
 
   config_keys k;
-  config_key<std::string> model_type = top.string("model_type");
-  if (!model_type.given() && text) model_type = root_s.string("model_type");
-  POSENC_TRY(model_type.error);
-  k.model_type = model_type.value.value_or("");
+  k.model_type = where.model_type;
   top.strings("architectures", k.architectures);
   if (text) root_s.strings("architectures", k.architectures);
 
