@@ -36,7 +36,7 @@ step bench "$build/bench/posenc_cuda_bench" --benchmark_min_time=0.2 --benchmark
 summary() { grep -E "^BM_" "$1" | sed -E 's/^BM_Cuda([^/]*)\/sm_[0-9]+\/([^ ]*)\/manual_time.*ns_per_call=([^ ]*).*vs_copy=([0-9.]*).*/\1 \2 \3 \4/'; }
 summary "$out/bench.log"
 if [ -x "$build/posenc_cuda_bench_old" ]; then  # a before/after pair: the same rows from a previous build
-  step bench_old "$build/posenc_cuda_bench_old" --benchmark_min_time=0.2 --benchmark_filter="Rope|Copy" --benchmark_out="$out/cuda_bench_old.json" --benchmark_out_format=json
+  step bench_old "$build/posenc_cuda_bench_old" --benchmark_min_time=0.2 --benchmark_out="$out/cuda_bench_old.json" --benchmark_out_format=json
   summary "$out/bench_old.log"
 fi
 exit $rc
