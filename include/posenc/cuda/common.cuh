@@ -71,13 +71,15 @@ inline status launch_status(const char* fn) {
   return {};
 }
 
-/// Threads per block of every one-phase kernel.
+/// Threads per block of every one-phase kernel, and the blocks an SM must be able to hold: six, so that ptxas
+/// keeps a kernel within 80 registers per thread (sm_100 gave the fp16 table RoPE 92 without the bound).
 inline constexpr unsigned body_threads = 128;
+inline constexpr unsigned body_min_blocks = 6;
 
 /// The kernel of every one-phase body (detail/gpu/*_body.hpp): block blockIdx.x of the grid, its threads
 /// striding by blockDim.x. The bodies are the functions gpu_body_test.cpp runs on the CPU over the same grid.
 template <class Params, void (*Body)(const Params&, index_t, index_t, index_t)>
-__global__ void __launch_bounds__(body_threads) body_kernel(Params p) {
+__global__ void __launch_bounds__(body_threads, body_min_blocks) body_kernel(Params p) {
   Body(p, static_cast<index_t>(blockIdx.x), static_cast<index_t>(threadIdx.x), static_cast<index_t>(blockDim.x));
 }
 

@@ -180,9 +180,9 @@ struct rope_params {
 /// How rope_block groups its work: a thread rotates `pairs` consecutive pairs of `heads` heads at a time, each
 /// head's 2 * pairs features read as two chunks of `pairs` elements (one vector load or store of 8 or 16 bytes
 /// on a device where the views allow it), all loaded before any is stored. Four pairs of one head in float
-/// arithmetic, two in double: at most 76 registers per thread on sm_90 (eight half pairs or two heads of four
-/// took 80-89; capped at 64 registers, eleven kernels spilled). Measured on an H200:
-/// bench/results/2026-11-26-h200-cuda.md.
+/// arithmetic, two in double: at most 80 registers per thread (cuda/common.cuh's launch bound; eight half pairs
+/// or two heads of four took 80-89 on sm_90; capped at 64 registers, eleven kernels spilled). Measured on an
+/// H200: bench/results/2026-11-26-h200-cuda.md.
 template <class In, class Out, class A>
 struct rope_grouping {
   static constexpr int pairs = sizeof(A) > 4 ? 2 : 4;
