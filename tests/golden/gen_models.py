@@ -15,7 +15,9 @@ in mpmath at 40 digits, importing nothing from posenc:
                     Qwen3 (use_sliding_window off: every layer full), ModernBERT (global every 3rd layer from 0
                     with global_rope_theta, local window local_attention with local_rope_theta), GLM-4
                     (partial_rotary_factor 0.5, interleaved pairs: modeling_glm4.py rotate_half over x[0::2],
-                    x[1::2]), Mistral 7B v0.1 (sliding_window on every layer).
+                    x[1::2]), Mistral 7B v0.1 (sliding_window on every layer), DeepSeek-V3 (the
+                    qk_rope_head_dim-wide rotary head, interleaved, DeepSeek YaRN), Phi-3 mini 128k (LongRoPE long
+                    factors at 8192 positions, sliding_window on every layer).
   frequencies       as gen_golden.py: w_i = base^(-2i/R); linear w/factor; llama3 bands; YaRN ramp with HF's
                     attention factor 0.1 ln(factor) + 1 (truncate false for GPT-OSS).
 
@@ -167,6 +169,35 @@ def modernbert(name, config):
                 [kg if g else kl for g in glob], plans)
 
 
+def deepseek_v3(name, config):
+    """The rotary part is its own qk_rope_head_dim-wide head, interleaved pairs, DeepSeek YaRN (truncated ramp;
+    magnitude mscale(factor, mscale) / mscale(factor, mscale_all_dim)): DeepSeek-V3 modeling, HF
+    modeling_deepseek_v3.py. Every layer the same, full attention."""
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], t['qk_rope_head_dim']
+    rs = t['rope_scaling']
+    plans = Plans()
+    inv = yarn_inv_freq(mpf(t['rope_theta']), R, rs['factor'], rs['original_max_position_embeddings'],
+                        rs['beta_fast'], rs['beta_slow'], True)
+    k = plans.add(R, True, get_mscale(rs['factor'], rs['mscale']) / get_mscale(rs['factor'], rs['mscale_all_dim']), inv)
+    return case(name, config, L, [1] * L, [0] * L, [0] * L, [k] * L, plans)
+
+
+def phi3_longrope(name, config, seq_len=8192):
+    """LongRoPE (HF _compute_longrope_parameters): the long factors for seq_len > original_max_position_embeddings,
+    w_i / factor_i, magnitude sqrt(1 + ln(F)/ln(M)) with F = max_position_embeddings / M; Phi-3 attends within
+    sliding_window on every layer (modeling_phi3.py)."""
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], head_dim(t)
+    rs, M = t['rope_scaling'], t['original_max_position_embeddings']
+    ext = rs['long_factor'] if seq_len > M else rs['short_factor']
+    F = mpf(t['max_position_embeddings']) / M
+    inv = [w / mpf(e) for w, e in zip(default_inv_freq(mpf(t['rope_theta']), R), ext)]
+    plans = Plans()
+    k = plans.add(R, False, mp.sqrt(1 + mp.log(F) / mp.log(M)), inv)
+    return case(name, config, L, [1] * L, [1] * L, [t['sliding_window']] * L, [k] * L, plans)
+
+
 def main():
     cases = [
         uniform('gemma2_9b', 'gemma2_9b.json', lambda i, t: (1, t['sliding_window']) if (i + 1) % 2 else (0, 0)),
@@ -179,6 +210,8 @@ def main():
         modernbert('modernbert_base', 'modernbert_base.json'),
         uniform('glm4_9b', 'glm4_9b.json', lambda i, t: (0, 0), interleaved=True),
         uniform('mistral_7b_v01', 'mistral_7b_v01.json', lambda i, t: (1, t['sliding_window'])),
+        deepseek_v3('deepseek_v3', 'deepseek_v3.json'),
+        phi3_longrope('phi3_mini_128k', 'phi3_mini_128k.json'),
     ]
     write_file('models.txt', 'gen_models.py', [
         'Per-layer positional treatment of model families from tests/data/hf/models/*.json (see gen_models.py).',
