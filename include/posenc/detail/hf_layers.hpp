@@ -163,16 +163,15 @@ status parse_model(typename A::node root, const hf_options& opt, model_positiona
   POSENC_TRY(read_layer_types(top, layers, kinds, types_given));
   const config_key<index_t> window = top.positive("sliding_window");
   POSENC_TRY(window.error);
+  // use_sliding_window: absent means on for every family but SmolLM3 (its config's default is false).
   bool use_window = true;
-  POSENC_TRY(flag_or(top, "use_sliding_window", true, use_window));
+  POSENC_TRY(flag_or(top, "use_sliding_window", family != layer_family::smollm3, use_window));
   if (!types_given) {
     kinds.assign(static_cast<std::size_t>(layers), attention_kind::full);
     index_t pattern = 2, max_window_layers = 28, every = 3;
     if (family == layer_family::gemma3) POSENC_TRY(positive_or(top, "sliding_window_pattern", 6, pattern));
     if (family == layer_family::qwen) POSENC_TRY(positive_or(top, "max_window_layers", 28, max_window_layers));
     if (family == layer_family::modernbert) POSENC_TRY(positive_or(top, "global_attn_every_n_layers", 3, every));
-    bool smol_window = false;
-    if (family == layer_family::smollm3) POSENC_TRY(flag_or(top, "use_sliding_window", false, smol_window));
     for (index_t i = 0; i < layers; ++i) {
       const auto u = static_cast<std::size_t>(i);
       bool slide = false;
@@ -181,7 +180,7 @@ status parse_model(typename A::node root, const hf_options& opt, model_positiona
         case layer_family::gpt_oss: slide = (i + 1) % 2 != 0; break;
         case layer_family::gemma3: slide = (i + 1) % pattern != 0; break;
         case layer_family::llama4: kinds[u] = rope[u] ? attention_kind::chunked : attention_kind::full; continue;
-        case layer_family::smollm3: slide = smol_window && window.value && !rope[u]; break;
+        case layer_family::smollm3: slide = use_window && window.value && !rope[u]; break;
         case layer_family::qwen: slide = use_window && window.value && i >= max_window_layers; break;
         case layer_family::modernbert: slide = i % every != 0; break;
         case layer_family::other: slide = use_window && window.value; break;
@@ -225,6 +224,8 @@ status parse_model(typename A::node root, const hf_options& opt, model_positiona
     if (!(temp.floor_scale > 0)) return fail(model_fn, top.name("floor_scale"), "=", temp.floor_scale, " must be > 0");
   }
 
+  rope_config by_kind[3];
+  bool parsed[3] = {false, false, false};
   m.layers.resize(static_cast<std::size_t>(layers));
   for (index_t i = 0; i < layers; ++i) {
     const auto u = static_cast<std::size_t>(i);
@@ -241,8 +242,16 @@ status parse_model(typename A::node root, const hf_options& opt, model_positiona
       }
     }
     if (l.attention == attention_kind::chunked) l.window = chunk;
-    if (per_type) POSENC_TRY(layer_rope<A>(root, opt, to_string(l.attention), l.config));
-    else l.config = l.attention == attention_kind::sliding ? local_config : global;
+    if (per_type) {  // one parse per attention kind, not per layer
+      const auto kind = static_cast<std::size_t>(l.attention);
+      if (!parsed[kind]) {
+        POSENC_TRY(layer_rope<A>(root, opt, to_string(l.attention), by_kind[kind]));
+        parsed[kind] = true;
+      }
+      l.config = by_kind[kind];
+    } else {
+      l.config = l.attention == attention_kind::sliding ? local_config : global;
+    }
     if (tuning && !l.rope) {
       l.temperature = temp;
       l.temperature.enabled = true;

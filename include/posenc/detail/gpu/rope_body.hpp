@@ -193,14 +193,19 @@ struct rope_grouping {
 template <class T, int G>
 inline constexpr int chunk_piece_bytes = static_cast<int>(G * sizeof(T) < 16 ? G * sizeof(T) : 16);
 
+/// One vector access of a chunk: chunk_piece_bytes of T, aligned to them.
+template <class T, int G>
+struct alignas(chunk_piece_bytes<T, G>) chunk_piece {
+  static constexpr int elements = chunk_piece_bytes<T, G> / static_cast<int>(sizeof(T));
+  T e[elements];
+};
+
 /// G consecutive elements of T from p into v: on a device in pieces of chunk_piece_bytes (p aligned to them).
 template <int G, class T>
 POSENC_HOST_DEVICE inline void load_chunk(const T* p, T (&v)[G]) {
 #if defined(__CUDA_ARCH__)
-  constexpr int bytes = chunk_piece_bytes<T, G>, per = bytes / static_cast<int>(sizeof(T));
-  struct alignas(bytes) piece {
-    T e[per];
-  };
+  using piece = chunk_piece<T, G>;
+  constexpr int per = piece::elements;
   POSENC_DEVICE_UNROLL
   for (int k = 0; k < G / per; ++k) {
     const piece q = reinterpret_cast<const piece*>(p)[k];
@@ -216,10 +221,8 @@ POSENC_HOST_DEVICE inline void load_chunk(const T* p, T (&v)[G]) {
 template <int G, class T>
 POSENC_HOST_DEVICE inline void store_chunk(T* p, const T (&v)[G]) {
 #if defined(__CUDA_ARCH__)
-  constexpr int bytes = chunk_piece_bytes<T, G>, per = bytes / static_cast<int>(sizeof(T));
-  struct alignas(bytes) piece {
-    T e[per];
-  };
+  using piece = chunk_piece<T, G>;
+  constexpr int per = piece::elements;
   POSENC_DEVICE_UNROLL
   for (int k = 0; k < G / per; ++k) {
     piece q;
