@@ -35,17 +35,21 @@ struct enum_names<attention_kind> {
                                                        {attention_kind::chunked, "chunked_attention"}};
 };
 
-/// Llama 4's attention temperature tuning of its NoPE layers (HF modeling_llama4.py Llama4TextAttention,
-/// after "Scalable-Softmax", arXiv 2501.19399): q at position p is multiplied by
-/// 1 + attn_scale * ln(floor((p + 1) / floor_scale) + 1), which is 1 below floor_scale - 1.
+/// A per-position factor on q ("attention temperature"), 1 + attn_scale * ln(floor((p + offset) / floor_scale)
+/// + 1) at position p (0-based), which is 1 below floor_scale - offset. Llama 4 puts it on its NoPE layers
+/// (HF modeling_llama4.py Llama4TextAttention, after "Scalable-Softmax", arXiv 2501.19399: offset 1,
+/// `floor_scale`, `attn_scale`); Ministral 3 on every layer after the rotation (HF modeling_ministral3.py
+/// get_llama_4_attn_scale: offset 0, floor_scale = rope_parameters.original_max_position_embeddings, attn_scale =
+/// llama_4_scaling_beta; llama.cpp reads it from `<arch>.attention.temperature_scale`).
 struct attn_temperature {
-  bool enabled = false;        ///< `attn_temperature_tuning` on a layer without RoPE
-  double floor_scale = 8192;   ///< `floor_scale`
-  double attn_scale = 0.1;     ///< `attn_scale`
+  bool enabled = false;        ///< the layer multiplies q by the factor
+  double floor_scale = 8192;   ///< Llama 4 `floor_scale`; Ministral 3 the original context
+  double attn_scale = 0.1;     ///< Llama 4 `attn_scale`; Ministral 3 `llama_4_scaling_beta`
+  double offset = 1.0;         ///< added to p: 1 for Llama 4 (HF cache_position + 1), 0 for Ministral 3
   /// The factor on q at position p (0-based, HF's cache_position); 1 when not enabled.
   double scale(index_t p) const noexcept {
     if (!enabled) return 1.0;
-    return 1.0 + attn_scale * std::log(std::floor((static_cast<double>(p) + 1.0) / floor_scale) + 1.0);
+    return 1.0 + attn_scale * std::log(std::floor((static_cast<double>(p) + offset) / floor_scale) + 1.0);
   }
 };
 
@@ -60,7 +64,7 @@ struct layer_positional {
   bool rope = true;
   /// The layer's RoPE configuration (base, scaling, pair style, rotary dim); build with make_rope_plan.
   rope_config config;
-  /// A per-position factor on q (Llama 4 NoPE layers); disabled elsewhere.
+  /// A per-position factor on q (Llama 4 NoPE layers, every Ministral 3 layer); disabled elsewhere.
   attn_temperature temperature;
 };
 

@@ -12,6 +12,7 @@
 #include "posenc/error.hpp"        // IWYU pragma: export
 #include "posenc/kv_cache.hpp"     // IWYU pragma: export
 #include "posenc/learned.hpp"      // IWYU pragma: export
+#include "posenc/model_plan.hpp"   // IWYU pragma: export
 #include "posenc/mrope.hpp"        // IWYU pragma: export
 #include "posenc/positions.hpp"    // IWYU pragma: export
 #include "posenc/quantize.hpp"     // IWYU pragma: export
@@ -25,4 +26,5 @@
 #include "posenc/tensor_view.hpp"  // IWYU pragma: export
 #include "posenc/types.hpp"        // IWYU pragma: export
 #include "posenc/version.hpp"      // IWYU pragma: export
+#include "posenc/vision_plan.hpp"  // IWYU pragma: export
 #include "posenc/xpos.hpp"         // IWYU pragma: export

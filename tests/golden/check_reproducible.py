@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GENERATORS = ('gen_golden.py', 'gen_alibi.py', 'gen_tables.py', 'gen_quant.py', 'gen_models.py')
+GENERATORS = ('gen_golden.py', 'gen_alibi.py', 'gen_tables.py', 'gen_quant.py', 'gen_models.py', 'gen_vision.py')
 
 try:
     import mpmath  # noqa: F401

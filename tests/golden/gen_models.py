@@ -17,7 +17,9 @@ in mpmath at 40 digits, importing nothing from posenc:
                     (partial_rotary_factor 0.5, interleaved pairs: modeling_glm4.py rotate_half over x[0::2],
                     x[1::2]), Mistral 7B v0.1 (sliding_window on every layer), DeepSeek-V3 (the
                     qk_rope_head_dim-wide rotary head, interleaved, DeepSeek YaRN), Phi-3 mini 128k (LongRoPE long
-                    factors at 8192 positions, sliding_window on every layer).
+                    factors at 8192 positions, sliding_window on every layer), Ministral 3 (YaRN and the factor
+                    1 + llama_4_scaling_beta * ln(floor(p / original_max_position_embeddings) + 1) on q in every
+                    layer, modeling_ministral3.py).
   frequencies       as gen_golden.py: w_i = base^(-2i/R); linear w/factor; llama3 bands; YaRN ramp with HF's
                     attention factor 0.1 ln(factor) + 1 (truncate false for GPT-OSS).
 
@@ -27,6 +29,7 @@ Case params: config (file name), layers. Arrays per case (L layers, K distinct R
   plan_rotary_dim i64 (K), plan_interleaved i64 (K), plan_magnitude f64 (K), plan_inv_freq f64 (K, P) (rows
   padded with 0 past rotary_dim/2);
   temp_positions i64 (T), temp_scale f64 (L, T): the factor on q at each position (1 where not enabled).
+  Ministral 3's factor is also the temperature (offset 0 where Llama 4 adds 1 to p).
 """
 
 import json
@@ -40,7 +43,7 @@ from golden_io import Case, write_file
 mp.dps = 40
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.environ.get('POSENC_HF_MODELS', os.path.join(HERE, '..', 'data', 'hf', 'models'))
-TEMP_POSITIONS = [0, 1, 8190, 8191, 8192, 16382, 16383, 100000, 1048575, 10485759]
+TEMP_POSITIONS = [0, 1, 8190, 8191, 8192, 16382, 16383, 16384, 32767, 32768, 100000, 1048575, 10485759]
 
 
 def load(name):
@@ -86,8 +89,8 @@ def case(name, config, layers, rope, attention, window, plan_of, plans, temp=Non
     for i in range(layers):
         for p in TEMP_POSITIONS:
             if temp is not None and temp[i] is not None:
-                floor_scale, attn_scale = temp[i]
-                scales.append(1 + attn_scale * mp.log(mp.floor((mpf(p) + 1) / floor_scale) + 1))
+                floor_scale, attn_scale, offset = temp[i]
+                scales.append(1 + attn_scale * mp.log(mp.floor((mpf(p) + offset) / floor_scale) + 1))
             else:
                 scales.append(mpf(1))
     c.array('temp_scale', 'f64', [layers, T], scales)
@@ -131,7 +134,7 @@ def llama4(name, config):
     k = plans.add(R, True, mpf(1), llama3_inv_freq(mpf(t['rope_theta']), R, rs['factor'], rs['low_freq_factor'],
                                                    rs['high_freq_factor'], rs['original_max_position_embeddings']))
     rope = [1 if (i + 1) % 4 != 0 else 0 for i in range(L)]
-    temp = [None if r else (mpf(t['floor_scale']), mpf(t['attn_scale'])) for r in rope]
+    temp = [None if r else (mpf(t['floor_scale']), mpf(t['attn_scale']), 1) for r in rope]
     return case(name, config, L, rope, [2 if r else 0 for r in rope], [t['attention_chunk_size'] if r else 0 for r in rope],
                 [k if r else -1 for r in rope], plans, temp)
 
@@ -198,6 +201,22 @@ def phi3_longrope(name, config, seq_len=8192):
     return case(name, config, L, [1] * L, [1] * L, [t['sliding_window']] * L, [k] * L, plans)
 
 
+def ministral3(name, config):
+    """YaRN from rope_parameters (magnitude mscale(F, mscale) / mscale(F, mscale_all_dim), HF
+    _compute_yarn_parameters) and, on every layer, q times 1 + beta ln(floor(p / M) + 1) with beta =
+    llama_4_scaling_beta and M = original_max_position_embeddings (modeling_ministral3.py
+    get_llama_4_attn_scale, position = cache_position). Full attention everywhere (sliding_window null)."""
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], head_dim(t)
+    rp = t['rope_parameters']
+    plans = Plans()
+    inv = yarn_inv_freq(mpf(rp['rope_theta']), R, rp['factor'], rp['original_max_position_embeddings'],
+                        rp['beta_fast'], rp['beta_slow'], True)
+    k = plans.add(R, False, get_mscale(rp['factor'], rp['mscale']) / get_mscale(rp['factor'], rp['mscale_all_dim']), inv)
+    temp = [(mpf(rp['original_max_position_embeddings']), mpf(rp['llama_4_scaling_beta']), 0)] * L
+    return case(name, config, L, [1] * L, [0] * L, [0] * L, [k] * L, plans, temp)
+
+
 def main():
     cases = [
         uniform('gemma2_9b', 'gemma2_9b.json', lambda i, t: (1, t['sliding_window']) if (i + 1) % 2 else (0, 0)),
@@ -212,6 +231,7 @@ def main():
         uniform('mistral_7b_v01', 'mistral_7b_v01.json', lambda i, t: (1, t['sliding_window'])),
         deepseek_v3('deepseek_v3', 'deepseek_v3.json'),
         phi3_longrope('phi3_mini_128k', 'phi3_mini_128k.json'),
+        ministral3('ministral3_14b', 'ministral3_14b.json'),
     ]
     write_file('models.txt', 'gen_models.py', [
         'Per-layer positional treatment of model families from tests/data/hf/models/*.json (see gen_models.py).',

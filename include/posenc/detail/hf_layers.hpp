@@ -23,6 +23,8 @@
 //     160000), local ones local_rope_theta (default 10000; null: the global base).
 //   any other: every layer slides when sliding_window is set and use_sliding_window is not false (Mistral,
 //     Phi-3), else every layer is full; one RoPE for all.
+//   any family whose RoPE dict has llama_4_scaling_beta (Ministral 3, modeling_ministral3.py): every layer
+//     multiplies q by 1 + beta * ln(floor(p / original_max_position_embeddings) + 1) after the rotation.
 #pragma once
 
 #include <string>
@@ -137,6 +139,24 @@ status layer_rope(typename A::node root, const hf_options& opt, const std::strin
   return {};
 }
 
+/// Ministral 3's factor on q from a RoPE dict: `llama_4_scaling_beta` with the dict's
+/// `original_max_position_embeddings` (get_llama_4_attn_scale); `out` untouched when the dict lacks the beta.
+template <class A>
+status read_l4_scaling(const section<A>& dict, attn_temperature& out) {
+  const config_key<double> beta = dict.number("llama_4_scaling_beta");
+  POSENC_TRY(beta.error);
+  if (!beta.value) return {};
+  const config_key<index_t> orig = dict.positive("original_max_position_embeddings");
+  POSENC_TRY(orig.error);
+  if (!orig.value)
+    return fail(model_fn, beta.name, " needs ", dict.name("original_max_position_embeddings"), " (the factor's floor)");
+  out.enabled = true;
+  out.attn_scale = *beta.value;
+  out.floor_scale = static_cast<double>(*orig.value);
+  out.offset = 0.0;
+  return {};
+}
+
 /// Reads the layer structure of `root` into `result` (assigned only on success); see the file comment.
 template <class A>
 status parse_model(typename A::node root, const hf_options& opt, model_positional_plan& result) {
@@ -224,6 +244,11 @@ status parse_model(typename A::node root, const hf_options& opt, model_positiona
     if (!(temp.floor_scale > 0)) return fail(model_fn, top.name("floor_scale"), "=", temp.floor_scale, " must be > 0");
   }
 
+  // Ministral 3: a factor on q in every layer, from the (flat or per-layer-type) RoPE dict.
+  attn_temperature l4_flat, l4_kind[3];
+  const section<A> dict{rp ? rp : rs, top.name(rp ? "rope_parameters." : "rope_scaling.")};
+  if (!per_type) POSENC_TRY(read_l4_scaling(dict, l4_flat));
+
   rope_config by_kind[3];
   bool parsed[3] = {false, false, false};
   m.layers.resize(static_cast<std::size_t>(layers));
@@ -245,12 +270,18 @@ status parse_model(typename A::node root, const hf_options& opt, model_positiona
     if (per_type) {  // one parse per attention kind, not per layer
       const auto kind = static_cast<std::size_t>(l.attention);
       if (!parsed[kind]) {
-        POSENC_TRY(layer_rope<A>(root, opt, to_string(l.attention), by_kind[kind]));
+        const std::string name = to_string(l.attention);
+        POSENC_TRY(layer_rope<A>(root, opt, name, by_kind[kind]));
+        node sub{};
+        POSENC_TRY(dict.object_or_null(name.c_str(), sub));
+        POSENC_TRY(read_l4_scaling(section<A>{sub, dict.name(name.c_str()) + "."}, l4_kind[kind]));
         parsed[kind] = true;
       }
       l.config = by_kind[kind];
+      l.temperature = l4_kind[kind];
     } else {
       l.config = l.attention == attention_kind::sliding ? local_config : global;
+      l.temperature = l4_flat;
     }
     if (tuning && !l.rope) {
       l.temperature = temp;

@@ -28,11 +28,13 @@
 
 #include "posenc/config.hpp"
 #include "posenc/detail/hf_layers.hpp"
+#include "posenc/detail/hf_vision.hpp"
 #include "posenc/detail/hf_reader.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/error.hpp"
 #include "posenc/io/hf_rope_info.hpp"  // IWYU pragma: export
 #include "posenc/model_plan.hpp"      // IWYU pragma: export
+#include "posenc/vision_plan.hpp"     // IWYU pragma: export
 #include "posenc/rope_params.hpp"
 #include "posenc/rope_plan.hpp"
 #include "posenc/status.hpp"
@@ -255,6 +257,52 @@ inline model_positional_plan model_plan_from_hf_file(const std::string& path, co
   model_positional_plan m;
   detail::throw_if_error(try_model_plan_from_hf_file(path, m, options));
   return m;
+}
+
+/// The vision tower of a Hugging Face vision-language model from its parsed `config.json` (`vision_config`,
+/// or a bare Pixtral config), into `out`: its 2D RoPE (head dim, base, how the row and column share the
+/// frequencies, pair style: half_split unless hf_options::style says otherwise) and each block's attention
+/// (Qwen2.5-VL windows). Families and their keys: Qwen2-VL, Qwen2.5-VL, Pixtral / Mistral Small 3.x
+/// (detail/hf_vision.hpp, docs/models.md). Returns ok, or (out unchanged) invalid_argument naming the key: no
+/// vision tower posenc knows, a key of the wrong type or <= 0, a head dim not a multiple of 4, a
+/// fullatt_block_indexes entry past the depth, a window smaller than one merged unit; out_of_memory.
+///
+/// **Example**
+/// ```
+/// posenc::vision_positional_plan v;
+/// if (posenc::status s = posenc::try_vision_plan_from_hf(nlohmann::json::parse(text), v); !s) return s;
+/// const posenc::mrope_plan rope = v.make_rope();   // apply_mrope with vision_positions(...)
+/// ```
+inline status try_vision_plan_from_hf(const nlohmann::json& config, vision_positional_plan& out,
+                                      const hf_options& options = {}) noexcept {
+  return detail::hf::guarded(detail::hf::vision_fn,
+                             [&] { return detail::hf::parse_vision<detail::hf::json_access>(&config, options, out); });
+}
+
+/// The throwing form of try_vision_plan_from_hf: argument_error with the same message.
+inline vision_positional_plan vision_plan_from_hf(const nlohmann::json& config, const hf_options& options = {}) {
+  vision_positional_plan v;
+  detail::throw_if_error(try_vision_plan_from_hf(config, v, options));
+  return v;
+}
+
+/// Reads `path` (a model's config.json) as try_vision_plan_from_hf, into `out`; io_error and invalid_file as
+/// try_rope_config_from_hf_file.
+inline status try_vision_plan_from_hf_file(const std::string& path, vision_positional_plan& out,
+                                           const hf_options& options = {}) noexcept {
+  constexpr const char* fn = "vision_plan_from_hf_file";
+  return detail::hf::guarded(fn, [&]() -> status {
+    nlohmann::json config;
+    POSENC_TRY(detail::hf::read_json_file(fn, path, config));
+    return detail::hf::parse_vision<detail::hf::json_access>(&config, options, out);
+  });
+}
+
+/// The throwing form of try_vision_plan_from_hf_file.
+inline vision_positional_plan vision_plan_from_hf_file(const std::string& path, const hf_options& options = {}) {
+  vision_positional_plan v;
+  detail::throw_if_error(try_vision_plan_from_hf_file(path, v, options));
+  return v;
 }
 
 POSENC_END_NAMESPACE
