@@ -23,6 +23,7 @@
 #include <posenc/detail/hf_mapping.hpp>
 #include <posenc/error.hpp>
 #include <posenc/io/gguf.hpp>
+#include <posenc/model_plan.hpp>
 #include <posenc/mrope.hpp>
 #include <posenc/rope_params.hpp>
 
@@ -477,12 +478,20 @@ class gguf_image {
       for (std::uint32_t e : v) le(e, 4);
     });
   }
+  gguf_image& bool_array(const std::string& key, const std::vector<bool>& v) {
+    return entry(key, 9, [&] {
+      le(7, 4);
+      le(v.size(), 8);
+      for (bool e : v) le(e ? 1 : 0, 1);
+    });
+  }
   posenc::status read(posenc::gguf_rope_info& out) const {
-    std::vector<unsigned char> b{'G', 'G', 'U', 'F', 3, 0, 0, 0};
-    for (int i = 0; i < 8; ++i) b.push_back(0);  // no tensors
-    for (int i = 0; i < 8; ++i) b.push_back(static_cast<unsigned char>(n_ >> (8 * i)));
-    b.insert(b.end(), kv_.begin(), kv_.end());
+    const std::vector<unsigned char> b = bytes();
     return posenc::try_parse_gguf_rope(b.data(), b.size(), out);
+  }
+  posenc::status read(posenc::model_positional_plan& out) const {
+    const std::vector<unsigned char> b = bytes();
+    return posenc::try_parse_gguf_model_plan(b.data(), b.size(), out);
   }
 
  private:
@@ -501,6 +510,13 @@ class gguf_image {
     le(s.size(), 8);
     kv_.insert(kv_.end(), s.begin(), s.end());
   }
+  std::vector<unsigned char> bytes() const {
+    std::vector<unsigned char> b{'G', 'G', 'U', 'F', 3, 0, 0, 0};
+    for (int i = 0; i < 8; ++i) b.push_back(0);  // no tensors
+    for (int i = 0; i < 8; ++i) b.push_back(static_cast<unsigned char>(n_ >> (8 * i)));
+    b.insert(b.end(), kv_.begin(), kv_.end());
+    return b;
+  }
   std::vector<unsigned char> kv_;
   std::uint64_t n_ = 0;
 };
@@ -510,6 +526,115 @@ gguf_image qwen2_base() {
   g.str("general.architecture", "qwen2").u32("qwen2.embedding_length", 256).u32("qwen2.context_length", 8192);
   g.u32_array("qwen2.attention.head_count", {0, 4, 4});  // per layer: the first non-zero, as llama.cpp's n_head()
   return g;
+}
+
+/// A model of `arch` with `layers` layers of head dim 64 and base 1e6.
+gguf_image model_base(const std::string& arch, std::uint32_t layers) {
+  gguf_image g;
+  g.str("general.architecture", arch).u32(arch + ".block_count", layers).u32(arch + ".embedding_length", 256);
+  g.u32(arch + ".attention.head_count", 4).u32(arch + ".context_length", 8192).f32(arch + ".rope.freq_base", 1e6f);
+  return g;
+}
+
+std::vector<int> kinds(const posenc::model_positional_plan& m) {
+  std::vector<int> k;
+  for (const auto& l : m.layers) k.push_back(static_cast<int>(l.attention));
+  return k;
+}
+std::vector<int> ropes(const posenc::model_positional_plan& m) {
+  std::vector<int> k;
+  for (const auto& l : m.layers) k.push_back(l.rope ? 1 : 0);
+  return k;
+}
+
+// The per-layer rules of llama.cpp's loaders (src/models/<arch>.cpp) and set_swa_pattern, case by case; the
+// golden files (ModelPlanGolden in posenc_tests_hf_config) cover whole models.
+TEST(GgufLayers, PatternsAndWindows) {
+  posenc::model_positional_plan m;
+  // Gemma 3 without rope.freq_base_swa: the local layers' base is 10000, without the global linear scaling.
+  ASSERT_TRUE(model_base("gemma3", 6).u32("gemma3.attention.sliding_window", 512).str("gemma3.rope.scaling.type", "linear")
+                  .f32("gemma3.rope.scaling.factor", 8.0f).read(m).ok());
+  EXPECT_EQ(kinds(m), (std::vector<int>{1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(m.layer(0).window, 512);
+  EXPECT_EQ(m.layer(0).config.base, 10000.0);
+  EXPECT_EQ(m.layer(0).config.scaling.type, posenc::rope_scaling_type::none);
+  EXPECT_EQ(m.layer(5).config.base, 1e6);
+  EXPECT_EQ(m.layer(5).config.scaling.type, posenc::rope_scaling_type::linear);
+  // Gemma 3 without a window (1B-style converters: sliding_window_pattern 1): every layer full.
+  ASSERT_TRUE(model_base("gemma3", 3).read(m).ok());
+  EXPECT_EQ(kinds(m), (std::vector<int>{0, 0, 0}));
+  // A scalar pattern is the period; a boolean array is the layers themselves.
+  ASSERT_TRUE(model_base("gemma2", 6).u32("gemma2.attention.sliding_window_pattern", 3).read(m).ok());
+  EXPECT_EQ(kinds(m), (std::vector<int>{1, 1, 0, 1, 1, 0}));
+  EXPECT_EQ(m.layer(0).window, 4096);  // Gemma 2's default window
+  ASSERT_TRUE(model_base("gemma2", 4).bool_array("gemma2.attention.sliding_window_pattern", {false, true, true, false})
+                  .u32("gemma2.attention.sliding_window", 256).read(m).ok());
+  EXPECT_EQ(kinds(m), (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(m.layer(1).window, 256);
+  // ModernBERT: dense first (layers 0, 3, ... full).
+  ASSERT_TRUE(model_base("modern-bert", 4).u32("modern-bert.attention.sliding_window", 128).read(m).ok());
+  EXPECT_EQ(kinds(m), (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(m.layer(1).config.base, 10000.0);
+  // Phi-3 slides on every layer when the window is set (as Hugging Face; llama.cpp disables Phi SWA).
+  ASSERT_TRUE(model_base("phi3", 2).u32("phi3.attention.sliding_window", 2047).read(m).ok());
+  EXPECT_EQ(kinds(m), (std::vector<int>{1, 1}));
+}
+
+TEST(GgufLayers, NoPeLayersAndTemperature) {
+  posenc::model_positional_plan m;
+  // Llama 4: chunks of 8192 on RoPE layers, every 4th layer NoPE with the temperature.
+  ASSERT_TRUE(model_base("llama4", 8).read(m).ok());
+  EXPECT_EQ(kinds(m), (std::vector<int>{2, 2, 2, 0, 2, 2, 2, 0}));
+  EXPECT_EQ(ropes(m), (std::vector<int>{1, 1, 1, 0, 1, 1, 1, 0}));
+  EXPECT_EQ(m.layer(0).window, 8192);
+  EXPECT_TRUE(m.layer(3).temperature.enabled);
+  EXPECT_FALSE(m.layer(2).temperature.enabled);
+  EXPECT_DOUBLE_EQ(m.layer(3).temperature.scale(8191), 1.0 + 0.1 * std::log(2.0));
+  // sliding_window = 0 (MobileLLM-R1's converter): no chunks, RoPE everywhere, no temperature.
+  ASSERT_TRUE(model_base("llama4", 4).u32("llama4.attention.sliding_window", 0).read(m).ok());
+  EXPECT_EQ(kinds(m), (std::vector<int>{0, 0, 0, 0}));
+  EXPECT_EQ(ropes(m), (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_FALSE(m.layer(3).temperature.enabled);
+  // SmolLM3: every 4th layer NoPE, no window.
+  ASSERT_TRUE(model_base("smollm3", 4).read(m).ok());
+  EXPECT_EQ(ropes(m), (std::vector<int>{1, 1, 1, 0}));
+  EXPECT_EQ(kinds(m), (std::vector<int>{0, 0, 0, 0}));
+  // EXAONE 4: SWA (period 4, window 4096) and NoPE full layers only with 64 layers.
+  ASSERT_TRUE(model_base("exaone4", 64).read(m).ok());
+  EXPECT_EQ(m.layer(0).window, 4096);
+  EXPECT_EQ(ropes(m)[3], 0);
+  EXPECT_EQ(ropes(m)[2], 1);
+  ASSERT_TRUE(model_base("exaone4", 30).read(m).ok());
+  EXPECT_EQ(kinds(m), std::vector<int>(30, 0));
+  EXPECT_EQ(ropes(m), std::vector<int>(30, 1));
+}
+
+TEST(GgufLayers, RejectedFilesNameTheKey) {
+  posenc::model_positional_plan m;
+  m.model_type = "untouched";
+  const auto expect_error = [&](const gguf_image& g, posenc::errc code, std::initializer_list<std::string_view> parts) {
+    const posenc::status s = g.read(m);
+    EXPECT_EQ(s.code(), code) << s.message();
+    expect_contains(s.message(), parts);
+    EXPECT_EQ(m.model_type, "untouched") << "the output changed on a rejected file";
+  };
+  expect_error(model_base("gpt-oss", 2), posenc::errc::invalid_file,
+               {"posenc::read_gguf_model_plan: buffer: gpt-oss.attention.sliding_window is missing"});
+  gguf_image no_blocks;
+  no_blocks.str("general.architecture", "qwen2").u32("qwen2.embedding_length", 256).u32("qwen2.attention.head_count", 4);
+  expect_error(no_blocks, posenc::errc::invalid_file, {"qwen2.block_count is missing"});
+  expect_error(model_base("gemma2", 3).bool_array("gemma2.attention.sliding_window_pattern", {true, false}),
+               posenc::errc::invalid_file, {"gemma2.attention.sliding_window_pattern has 2 entries; block_count=3"});
+  expect_error(model_base("gemma2", 2).f32("gemma2.attention.sliding_window_pattern", 2.0f), posenc::errc::invalid_file,
+               {"gemma2.attention.sliding_window_pattern has type float32"});
+  expect_error(model_base("gemma3", 2).u32("gemma3.attention.key_length_swa", 256), posenc::errc::invalid_argument,
+               {"gemma3.attention.key_length_swa is not read by posenc yet"});
+  expect_error(model_base("llama", 2).u32("llama.attention.sliding_window", 4096), posenc::errc::invalid_argument,
+               {"architecture \"llama\" has sliding-window keys", "but no per-layer rule in posenc"});
+  expect_error(model_base("qwen2", 2).f32("qwen2.attention.temperature_scale", 0.1f), posenc::errc::invalid_argument,
+               {"qwen2.attention.temperature_scale is read for mistral3 only"});
+  expect_error(model_base("cohere2", 2).u32("cohere2.attention.sliding_window", 0), posenc::errc::invalid_file,
+               {"cohere2.attention.sliding_window is 0 for a sliding-window layer"});
 }
 
 TEST(GgufKeys, ScalingAsLlamaCppReadsIt) {

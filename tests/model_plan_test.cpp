@@ -1,7 +1,8 @@
-// Every layer's positional treatment from a Hugging Face config.json (posenc::try_model_plan_from_hf): the
-// hand-written public configs of tests/data/hf/models/ against tests/golden/models.txt (gen_models.py: each
-// family's rules and frequencies from its reference implementation, in mpmath), plus the rules' edges and the
-// rejected configs.
+// Every layer's positional treatment from a Hugging Face config.json (posenc::try_model_plan_from_hf) and from
+// GGUF metadata (posenc::try_read_gguf_model_plan): the hand-written public configs of tests/data/hf/models/
+// and the GGUF files of tests/data/gguf/models.json against tests/golden/models.txt (gen_models.py: each
+// family's rules and frequencies from its reference implementation or llama.cpp's loader, in mpmath), plus
+// the rules' edges and the rejected configs and files.
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <posenc/io/gguf.hpp>
 #include <posenc/io/hf_config.hpp>
 #include <posenc/rope_plan.hpp>
 
@@ -16,6 +18,9 @@
 
 #ifndef POSENC_HF_DATA_DIR
 #define POSENC_HF_DATA_DIR "tests/data/hf"
+#endif
+#ifndef POSENC_GGUF_DATA_DIR
+#define POSENC_GGUF_DATA_DIR "tests/data/gguf"
 #endif
 
 namespace {
@@ -38,7 +43,9 @@ TEST_P(ModelPlanGolden, EveryLayerMatches) {
     if (k.name == GetParam()) c = &k;
   ASSERT_NE(c, nullptr);
   posenc::model_positional_plan m;
-  const posenc::status s = posenc::try_model_plan_from_hf_file(model_file(c->str("config")), m);
+  const posenc::status s =
+      c->has("gguf") ? posenc::try_read_gguf_model_plan(std::string(POSENC_GGUF_DATA_DIR) + "/" + c->str("gguf"), m)
+                     : posenc::try_model_plan_from_hf_file(model_file(c->str("config")), m);
   ASSERT_TRUE(s.ok()) << s.message();
   const index_t layers = c->integer("layers");
   ASSERT_EQ(m.num_layers(), layers);

@@ -22,8 +22,10 @@ with tempfile.TemporaryDirectory() as tmp:
     for name in GENERATORS + ('golden_io.py',):
         shutil.copy(os.path.join(HERE, name), tmp)
     for gen in GENERATORS:
-        # gen_models.py reads the configs of tests/data/hf/models, which the copy does not carry.
-        env = dict(os.environ, POSENC_HF_MODELS=os.path.join(HERE, '..', 'data', 'hf', 'models'))
+        # gen_models.py / gen_vision.py read tests/data/hf/models and tests/data/gguf/models.json, which the copy
+        # does not carry.
+        env = dict(os.environ, POSENC_HF_MODELS=os.path.join(HERE, '..', 'data', 'hf', 'models'),
+                   POSENC_GGUF_MODELS=os.path.join(HERE, '..', 'data', 'gguf', 'models.json'))
         subprocess.run([sys.executable, os.path.join(tmp, gen)], check=True, stdout=subprocess.DEVNULL, env=env)
     produced = sorted(f for f in os.listdir(tmp) if f.endswith('.txt'))
     committed = sorted(f for f in os.listdir(HERE) if f.endswith('.txt'))

@@ -23,7 +23,11 @@ in mpmath at 40 digits, importing nothing from posenc:
   frequencies       as gen_golden.py: w_i = base^(-2i/R); linear w/factor; llama3 bands; YaRN ramp with HF's
                     attention factor 0.1 ln(factor) + 1 (truncate false for GPT-OSS).
 
-Case params: config (file name), layers. Arrays per case (L layers, K distinct RoPE plans, P = max pairs):
+GGUF cases (gguf_<name>): tests/data/gguf/model_<name>.gguf, written by make_gguf.py from models.json, with the
+per-layer plan from llama.cpp's loader rules (GGUF_RULES below: set_swa_pattern's period per architecture, the
+window rule, the sliding layers' base, NoPE layers, Llama 4's and Ministral 3's temperature).
+
+Case params: config (file name) or gguf (file name), layers. Arrays per case (L layers, K distinct RoPE plans, P = max pairs):
   rope i64 (L): 1 rotates, 0 NoPE;  attention i64 (L): 0 full, 1 sliding, 2 chunked;  window i64 (L);
   plan i64 (L): index into the plan arrays (-1 for NoPE layers);
   plan_rotary_dim i64 (K), plan_interleaved i64 (K), plan_magnitude f64 (K), plan_inv_freq f64 (K, P) (rows
@@ -34,6 +38,7 @@ Case params: config (file name), layers. Arrays per case (L layers, K distinct R
 
 import json
 import os
+import struct
 
 from mpmath import mp, mpf
 
@@ -43,6 +48,7 @@ from golden_io import Case, write_file
 mp.dps = 40
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.environ.get('POSENC_HF_MODELS', os.path.join(HERE, '..', 'data', 'hf', 'models'))
+GGUF_MODELS = os.environ.get('POSENC_GGUF_MODELS', os.path.join(HERE, '..', 'data', 'gguf', 'models.json'))
 TEMP_POSITIONS = [0, 1, 8190, 8191, 8192, 16382, 16383, 16384, 32767, 32768, 100000, 1048575, 10485759]
 
 
@@ -69,9 +75,9 @@ class Plans:
         return len(self.rows) - 1
 
 
-def case(name, config, layers, rope, attention, window, plan_of, plans, temp=None):
+def case(name, config, layers, rope, attention, window, plan_of, plans, temp=None, source='config'):
     c = Case(name)
-    c.param('config', config)
+    c.param(source, config)
     c.param('layers', layers)
     c.array('rope', 'i64', [layers], rope)
     c.array('attention', 'i64', [layers], attention)
@@ -217,6 +223,106 @@ def ministral3(name, config):
     return case(name, config, L, [1] * L, [0] * L, [0] * L, [k] * L, plans, temp)
 
 
+# llama.cpp's per-layer reading of GGUF metadata (src/models/<arch>.cpp load_arch_hparams, restated):
+# (default period of set_swa_pattern, dense_first, window rule, SWA layers' RoPE, NoPE rule).
+#   window: 'required' / 'default:N' / 'present' (SWA only with the key > 0) / 'llama4' (chunks of 8192)
+#   swa_rope: 'main' (main base and scaling, rope.freq_base_swa overrides the base), 'local' (freq_base_swa else
+#   10000, no scaling), 'plain' (main base or freq_base_swa, no scaling: Olmo 3's graph)
+#   nope: None, 'every_4th' ((i+1) % 4 == 0: Llama 4, SmolLM3), 'full' (non-SWA layers: Cohere 2, EXAONE 4)
+GGUF_RULES = {
+    'gemma2': (2, False, 'default:4096', 'main', None),
+    'gemma3': (6, False, 'present', 'local', None),
+    'gpt-oss': (2, False, 'required', 'main', None),
+    'llama4': (4, False, 'llama4', 'main', 'every_4th'),
+    'modern-bert': (3, True, 'present', 'local', None),
+    'olmo2': (4, False, 'present', 'plain', None),
+    'cohere2': (4, False, 'required', 'main', 'full'),
+    'mistral3': (None, False, None, 'main', None),
+}
+# llama.cpp llama_model_rope_type: NORM (interleaved) architectures among the above.
+GGUF_NORM = ('llama4', 'cohere2', 'mistral3')
+
+
+def swa_layer(il, period, dense_first):
+    """llama_hparams::set_swa_pattern (src/llama-hparams.cpp)."""
+    if period == 0:
+        return True
+    return il % period != 0 if dense_first else il % period < period - 1
+
+
+def gguf_case(name):
+    """The per-layer plan of tests/data/gguf/model_<name>.gguf from its keys (models.json) and GGUF_RULES. The
+    RoPE of the main layers is try_read_gguf_rope's mapping of llama.cpp's keys: w_i = base^(-2i/R), linear
+    w/F, YaRN with ggml's floor/ceil ramp ends and HF's default magnitude 0.1 ln F + 1."""
+    with open(GGUF_MODELS) as f:
+        kv = {k: v for k, _, v in json.load(f)[name]}
+    arch = kv['general.architecture']
+    a = arch + '.'
+    L = kv[a + 'block_count']
+    D = kv.get(a + 'attention.key_length') or kv[a + 'embedding_length'] // kv[a + 'attention.head_count']
+    R = kv.get(a + 'rope.dimension_count', D)
+    period, dense_first, wrule, swa_rope, nope = GGUF_RULES[arch]
+    interleaved = arch in GGUF_NORM
+    base = mpf(kv.get(a + 'rope.freq_base', 10000))
+    stype = kv.get(a + 'rope.scaling.type', 'linear' if a + 'rope.scaling.factor' in kv else 'none')
+    F = kv.get(a + 'rope.scaling.factor')
+    if stype == 'linear' and F:
+        main_inv, main_mag = [w / F for w in default_inv_freq(base, R)], mpf(1)
+    elif stype == 'yarn':
+        M = kv.get(a + 'rope.scaling.original_context_length', kv[a + 'context_length'])
+        main_inv = yarn_inv_freq(base, R, F, M, 32, 1, True)
+        main_mag = get_mscale(F)
+    else:
+        main_inv, main_mag = default_inv_freq(base, R), mpf(1)
+    window = kv.get(a + 'attention.sliding_window')
+    if wrule is None:
+        swa_on = False
+    elif wrule == 'llama4':
+        swa_on, window = window != 0, 8192
+    elif wrule.startswith('default:'):
+        swa_on, window = True, window or int(wrule.split(':')[1])
+    elif wrule == 'present':
+        swa_on = bool(window)
+    else:
+        swa_on = True
+    pattern = kv.get(a + 'attention.sliding_window_pattern', period)
+    swa = [False] * L
+    if swa_on:
+        swa = list(pattern) if isinstance(pattern, list) else [swa_layer(i, pattern, dense_first) for i in range(L)]
+    swa_base = mpf(kv[a + 'rope.freq_base_swa']) if a + 'rope.freq_base_swa' in kv else None
+    plans = Plans()
+    kg = plans.add(R, interleaved, main_mag, main_inv)
+    if swa_rope == 'local':
+        kl = plans.add(R, interleaved, mpf(1), default_inv_freq(swa_base or mpf(10000), R))
+    elif swa_rope == 'plain':
+        kl = plans.add(R, interleaved, mpf(1), default_inv_freq(swa_base or base, R))
+    elif swa_base is not None:
+        raise ValueError('main-scaling SWA layers with their own base: not among the cases')
+    else:
+        kl = kg
+    rope = [1] * L
+    if nope == 'every_4th' and not (wrule == 'llama4' and not swa_on):
+        rope = [0 if (i + 1) % 4 == 0 else 1 for i in range(L)]
+    if nope == 'full' and swa_on:
+        rope = [1 if s else 0 for s in swa]
+    kind = 2 if wrule == 'llama4' else 1
+    temp = [None] * L
+    if wrule == 'llama4' and swa_on:
+        temp = [None if r else (mpf(8192), mpf('0.1'), 1) for r in rope]
+    ts = kv.get(a + 'attention.temperature_scale')
+    if ts:
+        floor = kv.get(a + 'rope.scaling.original_context_length') or kv[a + 'context_length']
+        temp = [(mpf(floor), mpf(f32(ts)), 0)] * L
+    return case('gguf_' + name, 'model_%s.gguf' % name, L, rope, [kind if s else 0 for s in swa],
+                [window if s else 0 for s in swa], [(kl if s else kg) if r else -1 for s, r in zip(swa, rope)], plans,
+                temp, source='gguf')
+
+
+def f32(x):
+    """x rounded to float32, as the GGUF file stores it."""
+    return struct.unpack('<f', struct.pack('<f', x))[0]
+
+
 def main():
     cases = [
         uniform('gemma2_9b', 'gemma2_9b.json', lambda i, t: (1, t['sliding_window']) if (i + 1) % 2 else (0, 0)),
@@ -233,6 +339,8 @@ def main():
         phi3_longrope('phi3_mini_128k', 'phi3_mini_128k.json'),
         ministral3('ministral3_14b', 'ministral3_14b.json'),
     ]
+    cases += [gguf_case(n) for n in ('gemma3_4b', 'gemma2_9b', 'gpt_oss_20b', 'llama4_layers', 'modernbert_base',
+                                     'olmo3_7b', 'cohere2_7b', 'ministral3_14b')]
     write_file('models.txt', 'gen_models.py', [
         'Per-layer positional treatment of model families from tests/data/hf/models/*.json (see gen_models.py).',
     ], cases)

@@ -26,10 +26,12 @@
 #include <string>
 
 #include "posenc/config.hpp"
+#include "posenc/detail/gguf/layer_keys.hpp"
 #include "posenc/detail/gguf/reader.hpp"
 #include "posenc/detail/gguf/rope_keys.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/io/gguf_types.hpp"
+#include "posenc/model_plan.hpp"  // IWYU pragma: export
 #include "posenc/status.hpp"
 
 POSENC_BEGIN_NAMESPACE
@@ -38,6 +40,7 @@ namespace detail::gguf {
 
 inline constexpr const char* metadata_fn = "read_gguf_metadata";
 inline constexpr const char* rope_fn = "read_gguf_rope";
+inline constexpr const char* model_fn = "read_gguf_model_plan";
 
 }  // namespace detail::gguf
 
@@ -146,6 +149,62 @@ inline gguf_rope_info read_gguf_rope(const std::string& path, const gguf_options
   gguf_rope_info info;
   detail::throw_if_error(try_read_gguf_rope(path, info, options));
   return info;
+}
+
+/// Every layer's positional treatment of a GGUF model image in memory; see try_read_gguf_model_plan.
+inline status try_parse_gguf_model_plan(const void* data, std::size_t size, model_positional_plan& out,
+                                        const gguf_options& options = {}, const std::string& name = "buffer") noexcept {
+  using namespace detail::gguf;
+  return detail::guard_alloc(model_fn, [&]() -> status {
+    memory_source src{static_cast<const unsigned char*>(data), size};
+    gguf_metadata m;
+    POSENC_TRY(parse_metadata(src, model_fn, name, m));
+    gguf_rope_info rope;
+    POSENC_TRY(rope_from_metadata(m, src, options, model_fn, name, rope));
+    return layers_from_metadata(m, rope, model_fn, name, out);
+  });
+}
+
+/// Every layer's positional treatment of the GGUF model at `path`, into `out`, as llama.cpp's loader of the
+/// architecture reads it (detail/gguf/layer_keys.hpp; docs/models.md has the table): the model's RoPE as
+/// try_read_gguf_rope; `<arch>.block_count` layers; `<arch>.attention.sliding_window` and the architecture's
+/// pattern (llama_hparams::set_swa_pattern: every period-th layer full, its default period per architecture;
+/// `<arch>.attention.sliding_window_pattern` as a period, or one boolean per layer); the sliding layers' base
+/// `<arch>.rope.freq_base_swa` (Gemma 3, 3n, EmbeddingGemma, ModernBERT: else 10000 without scaling; others:
+/// else the main base with the main scaling; Olmo 3: without scaling); NoPE layers (Llama 4, SmolLM3: every
+/// 4th; Cohere 2, EXAONE 4: the full layers); Llama 4's chunks of 8192 and its temperature on NoPE layers;
+/// Ministral 3's `<arch>.attention.temperature_scale` on every layer. Returns ok, or (out unchanged) every
+/// error of try_read_gguf_rope; invalid_file naming the key for block_count missing, a key of the wrong type,
+/// a pattern array of another length; invalid_argument for a key posenc does not read yet (per-layer head
+/// dims `attention.key_length_swa`, `rope.dimension_count_swa`, ...) and for sliding-window keys of an
+/// architecture without a per-layer rule.
+///
+/// **Example**
+/// ```
+/// posenc::model_positional_plan model;
+/// if (posenc::status s = posenc::try_read_gguf_model_plan("gemma-3-4b-it-Q4_K_M.gguf", model); !s) return s;
+/// const posenc::layer_positional& l0 = model.layer(0);  // sliding_attention, window 1024, base 10000
+/// ```
+inline status try_read_gguf_model_plan(const std::string& path, model_positional_plan& out,
+                                       const gguf_options& options = {}) noexcept {
+  using namespace detail::gguf;
+  return detail::guard_alloc(model_fn, [&]() -> status {
+    const std::string what = path_what(path);
+    file_source src;
+    POSENC_TRY(open_file(path, model_fn, what, src));
+    gguf_metadata m;
+    POSENC_TRY(parse_metadata(src, model_fn, what, m));
+    gguf_rope_info rope;
+    POSENC_TRY(rope_from_metadata(m, src, options, model_fn, what, rope));
+    return layers_from_metadata(m, rope, model_fn, what, out);
+  });
+}
+
+/// The throwing form of try_read_gguf_model_plan: argument_error with the same message.
+inline model_positional_plan read_gguf_model_plan(const std::string& path, const gguf_options& options = {}) {
+  model_positional_plan m;
+  detail::throw_if_error(try_read_gguf_model_plan(path, m, options));
+  return m;
 }
 
 POSENC_END_NAMESPACE

@@ -20,6 +20,7 @@ Valid files:  llama3.gguf (llama, interleaved pairs, Llama 3.1 bands in rope_fre
 half-split, YaRN), gptneox.gguf (version 2, partial rotary 24 of 96, alignment 64), phi3_longrope.gguf
 (phi3, LongRoPE tensors, attn_factor), qwen2vl_mrope.gguf (dimension_sections), deepseek2_yarn.gguf
 (deepseek2, YaRN with yarn_log_multiplier).
+Model files: model_<name>.gguf, the per-layer keys of models.json (see there).
 Malformed files: bad_*.gguf, one defect each (see MALFORMED below).
 """
 import math
@@ -300,8 +301,32 @@ def malformed():
     return files
 
 
+def models():
+    """model_<name>.gguf of models.json: the per-layer keys of model families (tests/model_plan_test.cpp)."""
+    import json
+    with open(os.path.join(HERE, 'models.json')) as f:
+        spec = json.load(f)
+    types = {'str': STRING, 'u32': UINT32, 'f32': FLOAT32}
+    files = {}
+    for name, kvs in spec.items():
+        if name.startswith('_'):
+            continue
+        g = Gguf()
+        for key, t, v in kvs:
+            if t == 'bool[]':
+                g.add(key, ARRAY, (BOOL, [1 if b else 0 for b in v]))
+            else:
+                g.add(key, types[t], v)
+        files['model_%s.gguf' % name] = g.build()
+    return files
+
+
 def main():
     written = []
+    for name, blob in models().items():
+        with open(os.path.join(HERE, name), 'wb') as f:
+            f.write(blob)
+        written.append(name)
     for name, make in VALID.items():
         with open(os.path.join(HERE, name), 'wb') as f:
             f.write(make().build())

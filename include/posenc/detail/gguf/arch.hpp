@@ -25,7 +25,7 @@ inline arch_rope arch_rope_type(const std::string& arch) {
       "llama",    "llada",     "llama4",  "deci",      "baichuan",   "starcoder",     "internlm2", "minicpm",
       "xverse",   "command-r", "cohere2", "olmo",      "arctic",     "deepseek",      "deepseek2", "plm",
       "chatglm",  "glm4",      "granite", "granitemoe", "granitehybrid", "chameleon", "bailingmoe", "neo-bert",
-      "smollm3",  "arcee",     "ernie4_5", "ernie4_5-moe"};
+      "smollm3",  "arcee",     "ernie4_5", "ernie4_5-moe", "mistral3"};
   static constexpr const char* neox[] = {
       "falcon",   "falcon-h1", "grok",     "dbrx",       "bert",      "jina-bert-v3", "nomic-bert", "nomic-bert-moe",
       "stablelm", "bitnet",    "qwen",     "qwen2",      "dream",     "qwen2moe",     "qwen3",      "qwen3moe",
@@ -33,7 +33,7 @@ inline arch_rope arch_rope_type(const std::string& arch) {
       "plamo2",   "gemma",     "gemma2",   "gemma3",     "gemma3n",   "gemma-embedding", "starcoder2", "openelm",
       "gptneox",  "codeshell", "orion",    "nemotron",   "exaone",    "exaone4",      "minicpm3",   "bailingmoe2",
       "dots1",    "hunyuan-moe", "gpt-oss", "hunyuan-dense", "lfm2",  "lfm2moe",      "smallthinker", "glm4moe",
-      "seed_oss", "grovemoe",  "apertus"};
+      "seed_oss", "grovemoe",  "apertus", "modern-bert"};
   // LLAMA_ROPE_TYPE_NONE in the same function (gptj, listed there too, is left out: GPT-J does use RoPE, its
   // graph is just not implemented in llama.cpp).
   static constexpr const char* none[] = {"clip",  "gpt2",  "mpt",    "refact",    "bloom",      "mamba",
