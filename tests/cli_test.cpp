@@ -591,7 +591,67 @@ TEST(CliPlan, LayerOfAModel) {
                       path("l.npy") + "'",
                   "layer 3 of llama4_text has no RoPE");
   expect_rejected("plan" + gemma + " --layer 34 --output '" + path("l.npy") + "'", "layer 34 is not in [0, 34)");
-  expect_rejected("plan --head-dim 64 --layer 1 --output '" + path("l.npy") + "'", "--layer requires --hf-config");
+  expect_rejected("plan --head-dim 64 --layer 1 --output '" + path("l.npy") + "'", "--layer needs --hf-config or --gguf");
+}
+
+// The same layer of the GGUF model (posenc::read_gguf_model_plan): Gemma 3's local layer 0 and global layer 5.
+TEST(CliPlan, LayerOfAGgufModel) {
+  const std::string gemma = " --gguf '" + model_file("gguf", "model_gemma3_4b.gguf") + "'";
+  const auto cases = load_golden("models.txt");
+  const golden_case& want = find_case(cases, "gguf_gemma3_4b");
+  const auto& inv = want.array("plan_inv_freq");
+  for (const index_t layer : {0, 5}) {
+    const cli_result r = run("plan" + gemma + " --layer " + std::to_string(layer) + " --output '" + path("l.npy") + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::vector<double> got = load("l.npy");
+    const auto k = static_cast<std::size_t>(want.array("plan").ivalues[static_cast<std::size_t>(layer)]);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(inv.shape[1]); ++i)
+      EXPECT_NEAR(got[4 * i], inv.values[k * static_cast<std::size_t>(inv.shape[1]) + i], 4e-15 * got[4 * i])
+          << "layer " << layer << " pair " << i;
+  }
+  expect_rejected("plan --gguf '" + model_file("gguf", "model_llama4_layers.gguf") + "' --layer 3 --output '" +
+                      path("l.npy") + "'",
+                  "layer 3 of llama4 has no RoPE");
+}
+
+// --vision: a vision tower's 2D RoPE from its config (posenc::vision_plan_from_hf_file), as a plan and applied
+// to one head at sample (row, column) positions, against tests/golden/vision.txt.
+TEST(CliRope, VisionTower) {
+  const auto cases = load_golden("vision.txt");
+  for (const char* name : {"qwen2_5_vl_7b", "pixtral_12b"}) {
+    const golden_case& c = find_case(cases, name);
+    const std::string config = " --hf-config '" + model_file("hf", ("models/" + c.str("config")).c_str()) + "'";
+    cli_result r = run("plan" + config + " --vision --output '" + path("v.npy") + "'");
+    ASSERT_EQ(r.code, 0) << name << "\n" << r.err;
+    const std::vector<double> plan = load("v.npy");
+    const auto& w = c.array("inv_freq").values;
+    ASSERT_EQ(plan.size(), 4 * w.size());
+    for (std::size_t j = 0; j < w.size(); ++j) EXPECT_NEAR(plan[4 * j], w[j], 4e-15 * w[j]) << name << " pair " << j;
+    const auto& x = c.array("x").values;
+    const auto& rp = c.array("rot_pos").ivalues;
+    const index_t d = static_cast<index_t>(x.size()), k = static_cast<index_t>(rp.size() / 2);
+    std::vector<double> xs;
+    for (index_t t = 0; t < k; ++t) xs.insert(xs.end(), x.begin(), x.end());
+    save("x.npy", {1, k, 1, d}, xs);
+    std::vector<std::int64_t> thw(static_cast<std::size_t>(3 * k), 0);
+    for (index_t t = 0; t < k; ++t) {
+      thw[static_cast<std::size_t>(k + t)] = rp[static_cast<std::size_t>(2 * t)];
+      thw[static_cast<std::size_t>(2 * k + t)] = rp[static_cast<std::size_t>(2 * t + 1)];
+    }
+    save("p.npy", {3, k}, thw);
+    r = run("rope" + config + " --vision --input '" + path("x.npy") + "' --output '" + path("y.npy") + "' --positions '" +
+            path("p.npy") + "'");
+    ASSERT_EQ(r.code, 0) << name << "\n" << r.err;
+    expect_near_all(load("y.npy"), c.array("rotated").values, 1e-12, name);
+  }
+  const std::string pixtral = " --hf-config '" + model_file("hf", "models/pixtral_12b.json") + "'";
+  expect_rejected("rope" + pixtral + " --vision --input '" + path("x.npy") + "' --output '" + path("y.npy") + "'",
+                  "--vision needs --positions of shape [3, L]");
+  expect_rejected("plan" + pixtral + " --vision --base 5 --output '" + path("v.npy") + "'",
+                  "--vision takes its RoPE from the model's vision_config");
+  expect_rejected("plan --hf-config '" + model_file("hf", "models/gemma3_4b.json") + "' --vision --output '" +
+                      path("v.npy") + "'",
+                  "has no vision tower posenc reads");
 }
 
 TEST(Cli, HelpAndVersion) {

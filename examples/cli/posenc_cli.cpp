@@ -93,7 +93,7 @@ struct rope_args {
   index_t rotary_dim = 0, offset = 0, original_max = 0, layer = -1;
   double base = 10000.0, factor = 1.0, beta_fast = 32.0, beta_slow = 1.0, attention_factor = 0.0,
          low_freq_factor = 1.0, high_freq_factor = 4.0;
-  bool inverse = false;
+  bool inverse = false, vision = false;
   // Which flags were given explicitly: with --hf-config / --gguf they override the file's values.
   bool has_attention_factor = false, has_style = false, has_rotary_dim = false, has_base = false, has_scaling = false,
        has_factor = false, has_original_max = false, has_beta_fast = false, has_beta_slow = false,
@@ -156,22 +156,46 @@ posenc::rope_scaling scaling_from_flags(const rope_args& a) {
 }
 
 /// The RoPE configuration of a model file (--hf-config or --gguf): base, rotary dim, pair style, scaling.
-/// With --layer I, layer I's configuration (posenc::model_plan_from_hf_file: Gemma 3's and ModernBERT's local
-/// bases, Llama 4's NoPE layers); a layer without RoPE is an error naming it.
+/// With --layer I, layer I's configuration (posenc::model_plan_from_hf_file, posenc::read_gguf_model_plan:
+/// Gemma 3's and ModernBERT's local bases, Llama 4's NoPE layers); a layer without RoPE is an error naming it.
+posenc::rope_config layer_config(const std::string& file, const posenc::model_positional_plan& model, index_t layer) {
+  const posenc::layer_positional& l = model.layer(layer);
+  if (!l.rope)
+    fail(file + ": layer " + std::to_string(layer) + " of " + model.model_type +
+         " has no RoPE (a NoPE layer: q and k are not rotated)");
+  return l.config;
+}
+
+void check_layer_flag(const rope_args& a) {
+  if (a.layer >= 0 && a.hf_config.empty() && a.gguf.empty()) fail("--layer needs --hf-config or --gguf (the model)");
+}
+
 posenc::rope_config config_from_file(const rope_args& a) {
-  if (!a.gguf.empty()) return posenc::read_gguf_rope(a.gguf).config;
+  if (a.vision) fail("--vision is the 2D RoPE of a vision tower: it takes no --gguf, --layer or frequency flags");
+  if (!a.gguf.empty())
+    return a.layer >= 0 ? layer_config(a.gguf, posenc::read_gguf_model_plan(a.gguf), a.layer)
+                        : posenc::read_gguf_rope(a.gguf).config;
 #if POSENC_CLI_HF_CONFIG
-  if (a.layer >= 0) {
-    const posenc::model_positional_plan model = posenc::model_plan_from_hf_file(a.hf_config);
-    const posenc::layer_positional& l = model.layer(a.layer);
-    if (!l.rope)
-      fail(a.hf_config + ": layer " + std::to_string(a.layer) + " of " + model.model_type +
-           " has no RoPE (a NoPE layer: q and k are not rotated)");
-    return l.config;
-  }
+  if (a.layer >= 0) return layer_config(a.hf_config, posenc::model_plan_from_hf_file(a.hf_config), a.layer);
   return posenc::rope_config_from_hf_file(a.hf_config).config;
 #else
   fail("--hf-config needs nlohmann/json: this posenc was built without it (install nlohmann-json3-dev and rebuild)");
+#endif
+}
+
+/// --vision: the 2D RoPE of the --hf-config model's vision tower (posenc::vision_plan_from_hf_file); no flag
+/// may change it.
+posenc::mrope_plan vision_rope(const rope_args& a) {
+#if POSENC_CLI_HF_CONFIG
+  if (a.hf_config.empty()) fail("--vision needs --hf-config (the vision-language model's config.json)");
+  if (a.has_style || a.has_rotary_dim || a.has_base || a.has_scaling || a.has_factor || a.has_attention_factor ||
+      a.layer >= 0 || !a.mrope_sections.empty())
+    fail("--vision takes its RoPE from the model's vision_config: no --style, --rotary-dim, --base, --scaling, "
+         "--factor, --attention-factor, --layer or --mrope-sections");
+  return posenc::vision_plan_from_hf_file(a.hf_config).make_rope();
+#else
+  (void)a;
+  fail("--vision needs nlohmann/json: this posenc was built without it (install nlohmann-json3-dev and rebuild)");
 #endif
 }
 
@@ -215,31 +239,39 @@ posenc::rope_config rope_config_for(const rope_args& a, const std::optional<pose
 }
 
 void run_rope(const rope_args& a) {
+  check_layer_flag(a);
   // The model file first: a bad file is reported before the input is read.
   std::optional<posenc::rope_config> from_file;
-  if (!a.hf_config.empty() || !a.gguf.empty()) from_file = config_from_file(a);
+  std::optional<posenc::mrope_plan> vision;
+  if (a.vision) vision = vision_rope(a);
+  else if (!a.hf_config.empty() || !a.gguf.empty()) from_file = config_from_file(a);
   posenc::npy_array x = posenc::read_npy(a.input);
   with_float_dtype(x, a.input, [&](auto tag) {
     using T = decltype(tag);
     auto* data = reinterpret_cast<T*>(x.data.data());
     const posenc::strided_view<T, 4> v = view_as(data, x.shape, a.layout, a.input);
     const index_t n = v.extent(0), l = v.extent(1), d = v.extent(3);
-    const posenc::rope_config cfg = rope_config_for(a, from_file, d);
+    if (vision && vision->plan().head_dim() != d)
+      fail(a.hf_config + ": the vision tower's head_dim=" + std::to_string(vision->plan().head_dim()) +
+           " does not match the input's head dim D=" + std::to_string(d));
+    const posenc::rope_config cfg = vision ? posenc::rope_config{} : rope_config_for(a, from_file, d);
 
     // Positions: explicit ids ([L] or [N, L]; MRoPE: [3, L] or [N, 3, L]) or offset .. offset + L - 1.
     std::vector<index_t> pshape;
     std::vector<std::int64_t> ids;
     if (!a.positions.empty()) ids = read_positions(a.positions, pshape);
-    const bool mrope = !a.mrope_sections.empty();
+    const bool mrope = !a.mrope_sections.empty() || vision;
     index_t max_pos = a.offset + l - 1;
     if (!ids.empty()) max_pos = *std::max_element(ids.begin(), ids.end());
-    const posenc::rope_plan plan = posenc::make_rope_plan(cfg, max_pos + 1);
+    const posenc::rope_plan plan = vision ? vision->plan() : posenc::make_rope_plan(cfg, max_pos + 1);
 
     if (mrope) {
-      if (cfg.style != posenc::rope_style::half_split) fail("--mrope-sections needs --style half-split");
-      if (a.positions.empty()) fail("--mrope-sections needs --positions of shape [3, L] or [N, 3, L]");
-      const posenc::mrope_plan mp(plan, parse_sections(a.mrope_sections),
-                                  enum_of<posenc::mrope_layout>(a.mrope_layout));
+      const char* what = vision ? "--vision" : "--mrope-sections";
+      if (!vision && cfg.style != posenc::rope_style::half_split) fail("--mrope-sections needs --style half-split");
+      if (a.positions.empty()) fail(std::string(what) + " needs --positions of shape [3, L] or [N, 3, L]");
+      const posenc::mrope_plan mp = vision ? *vision
+                                           : posenc::mrope_plan(plan, parse_sections(a.mrope_sections),
+                                                                enum_of<posenc::mrope_layout>(a.mrope_layout));
       posenc::mrope_positions pos = posenc::mrope_positions::shared(ids.data(), l);
       if (pshape.size() == 2 && pshape[0] == 3 && pshape[1] == l) {
       } else if (pshape.size() == 3 && pshape[0] == n && pshape[1] == 3 && pshape[2] == l) {
@@ -279,7 +311,16 @@ struct plan_args {
 
 /// The plan's per-pair columns: inv_freq (rad per position), wavelength 2*pi/inv_freq, magnitude, logit scale,
 /// as float64 [R/2, 4] (.npy) or CSV with a header (and a leading pair column).
-void run_plan(const rope_args& a, const plan_args& p) {
+/// The plan of run_plan: --vision's 2D RoPE, or the flags' / model file's.
+posenc::rope_plan plan_for(const rope_args& a, const plan_args& p) {
+  check_layer_flag(a);
+  if (a.vision) {
+    const posenc::mrope_plan mp = vision_rope(a);
+    if (p.head_dim != 0 && p.head_dim != mp.plan().head_dim())
+      fail("plan: --head-dim " + std::to_string(p.head_dim) + " is not the vision tower's head_dim=" +
+           std::to_string(mp.plan().head_dim()));
+    return mp.plan();
+  }
   std::optional<posenc::rope_config> from_file;
   if (!a.hf_config.empty() || !a.gguf.empty()) from_file = config_from_file(a);
   index_t d = p.head_dim;
@@ -293,7 +334,11 @@ void run_plan(const rope_args& a, const plan_args& p) {
   if (p.length == 0 && posenc::depends_on_length(cfg.scaling))
     fail(std::string("plan: --scaling ") + posenc::to_string(cfg.scaling.type) +
          " depends on the sequence length: give --length N (the largest position + 1 the plan serves)");
-  const posenc::rope_plan plan = posenc::make_rope_plan(cfg, p.length);
+  return posenc::make_rope_plan(cfg, p.length);
+}
+
+void run_plan(const rope_args& a, const plan_args& p) {
+  const posenc::rope_plan plan = plan_for(a, p);
   const std::vector<double>& w = plan.inv_freq();
   const double two_pi = 6.283185307179586476925286766559;
   const bool csv = p.output.size() >= 4 && p.output.compare(p.output.size() - 4, 4, ".csv") == 0;
@@ -446,8 +491,12 @@ frequency_flags add_frequency_flags(CLI::App* app, rope_args& ra, const CLI::Val
                    "the same from a GGUF file's metadata (llama.cpp keys, rope_freqs.weight, the architecture's pair "
                    "style); explicit flags override it")
       ->excludes(f.hf_config);
-  app->add_option("--layer", ra.layer, "the RoPE of this layer of the --hf-config model (local and global bases)")
-      ->check(CLI::NonNegativeNumber)
+  app->add_option("--layer", ra.layer,
+                  "the RoPE of this layer of the --hf-config or --gguf model (local and global bases, NoPE layers)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--vision", ra.vision,
+                "the 2D RoPE of the --hf-config model's vision tower (Qwen2-VL, Qwen2.5-VL, Pixtral); rope takes "
+                "--positions [3, L]: 0, patch row, patch column")
       ->needs(f.hf_config);
   app->add_option("--short-factors", ra.short_factors, "longrope short factors .npy [R/2]");
   app->add_option("--long-factors", ra.long_factors, "longrope long factors .npy [R/2]");
