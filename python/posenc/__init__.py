@@ -48,9 +48,9 @@ from __future__ import annotations
 # modules with learned tables; _common holds what they share); this file only re-exports the public names.
 # posenc.torch (autograd, drop-in modules) is imported on its own: it needs torch.
 from ._common import isa, set_isa, reset_isa, cpu_supports, Array, Positions, DType
-from ._plans import RopePlan, RopeCache, RopeTable, model_layers
+from ._plans import RopePlan, RopeCache, RopeTable, model_layers, gguf_model_layers
 from ._rope import apply_rope, apply_rope_qk, rope_append_kv, shift_rope, rerotate_rope
-from ._mrope import MropePlan, apply_mrope
+from ._mrope import MropePlan, apply_mrope, vision_positions
 from ._xpos import XposPlan, apply_xpos, apply_xpos_qk, xpos_default_center
 from ._alibi import alibi_slopes, alibi_bias, add_alibi_bias
 from ._sinusoidal import sinusoidal_table, add_sinusoidal, make_padded_positions
@@ -70,6 +70,7 @@ __all__ = [
     "RopeCache",
     "RopeTable",
     "model_layers",
+    "gguf_model_layers",
     "XposPlan",
     "MropePlan",
     "apply_rope",
@@ -78,6 +79,7 @@ __all__ = [
     "shift_rope",
     "rerotate_rope",
     "apply_mrope",
+    "vision_positions",
     "apply_xpos",
     "apply_xpos_qk",
     "xpos_default_center",

@@ -41,6 +41,13 @@ def model_layers(config: Union[str, "os.PathLike[str]", Dict[str, Any]], *, use_
     return _C.model_layers(_load_json(config, "model_plan_from_hf_file"), bool(use_text_config))
 
 
+def gguf_model_layers(path: Union[str, "os.PathLike[str]"], *, style: Optional[str] = None) -> List[Dict[str, Any]]:
+    """Every layer's positional treatment of a GGUF model (posenc::read_gguf_model_plan: llama.cpp's per-layer
+    keys and its per-architecture rules), one dict per layer as :func:`model_layers`. A layer's RoPE plan is
+    ``RopePlan.from_gguf(path, layer=i)``. Rules per architecture: docs/models.md."""
+    return _C.gguf_model_layers(os.fspath(path), style)
+
+
 class RopePlan:
     """A RoPE frequency plan (posenc::rope_plan): a frequency w_i per rotated pair, the magnitude m on cos and
     sin, the attention logit scale, the pair style and the rotated window [rotary_offset, rotary_offset + R).
@@ -183,19 +190,22 @@ class RopePlan:
         seq_len: Optional[int] = None,
         style: Optional[str] = None,
         longrope_policy: str = "per_length",
+        layer: Optional[int] = None,
         **overrides: Any,
     ) -> "RopePlan":
         """The plan of a GGUF model file (posenc/io/gguf.hpp: the header and metadata only, plus the small
         ``rope_freqs`` / LongRoPE factor tensors): llama.cpp's keys and its pair style per architecture
         (Llama: interleaved; Qwen2, Phi-3, GPT-NeoX: half_split). Raises OSError when the file cannot be read,
         ValueError naming the key when it is malformed. The file's facts are in :attr:`info`. ``overrides``: any
-        key of :attr:`config` replacing the file's value (see :meth:`from_hf_config`)."""
+        key of :attr:`config` replacing the file's value (see :meth:`from_hf_config`). ``layer``: the plan of
+        that layer (posenc::read_gguf_model_plan: the sliding layers' base, NoPE layers are a ValueError), its
+        attention and temperature in ``info["layer"]``; :func:`gguf_model_layers` lists them all."""
         n = _seq_len(seq_len, "RopePlan")
         if overrides:
-            core, info = _C.RopePlanCore.from_gguf(os.fspath(path), style, longrope_policy, max(n, 1))
+            core, info = _C.RopePlanCore.from_gguf(os.fspath(path), style, longrope_policy, layer, max(n, 1))
             cfg = _merged_config(cls._wrap(core).config, overrides, "RopePlan.from_gguf")
             return cls._wrap(_C.RopePlanCore.from_config(cfg, n), info)
-        core, info = _C.RopePlanCore.from_gguf(os.fspath(path), style, longrope_policy, n)
+        core, info = _C.RopePlanCore.from_gguf(os.fspath(path), style, longrope_policy, layer, n)
         return cls._wrap(core, info)
 
     @classmethod

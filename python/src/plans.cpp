@@ -8,6 +8,7 @@
 #include <limits>
 
 #include <posenc/detail/hf_layers.hpp>
+#include <posenc/detail/hf_vision.hpp>
 #include <posenc/detail/hf_reader.hpp>
 
 namespace pyposenc {
@@ -401,6 +402,7 @@ nb::dict layer_dict(const posenc::layer_positional& l) {
     nb::dict t;
     t["floor_scale"] = l.temperature.floor_scale;
     t["attn_scale"] = l.temperature.attn_scale;
+    t["offset"] = l.temperature.offset;
     d["temperature"] = t;
   } else {
     d["temperature"] = nb::none();
@@ -418,6 +420,50 @@ nb::list model_layers(const nb::handle& config, bool use_text_config) {
   nb::list out;
   for (const auto& l : m.layers) out.append(layer_dict(l));
   return out;
+}
+
+/// posenc.gguf_model_layers: every layer of a GGUF model (posenc::try_read_gguf_model_plan).
+nb::list gguf_model_layers(const std::string& path, std::optional<std::string> style) {
+  posenc::gguf_options opt;
+  if (style) opt.style = parse_style(*style, "gguf_model_layers");
+  posenc::model_positional_plan m;
+  posenc::status s;
+  {
+    nb::gil_scoped_release unlocked;
+    s = posenc::try_read_gguf_model_plan(path, m, opt);
+  }
+  check(s);
+  nb::list out;
+  for (const auto& l : m.layers) out.append(layer_dict(l));
+  return out;
+}
+
+/// MropePlan.from_hf_vision: a vision tower's 2D RoPE (posenc::try_vision_plan_from_hf's reader over the dict)
+/// and the tower's facts.
+std::pair<mrope_plan_py, nb::dict> vision_from_hf(const nb::handle& config, std::optional<std::string> style) {
+  posenc::hf_options opt;
+  if (style) opt.style = parse_style(*style, "MropePlan.from_hf_vision");
+  posenc::vision_positional_plan v;
+  check(posenc::detail::hf::parse_vision<py_access>(config.ptr(), opt, v));
+  mrope_plan_py p;
+  check(v.try_make_rope(p.plan));
+  nb::dict d;
+  d["model_type"] = v.model_type;
+  d["head_dim"] = v.head_dim;
+  d["base"] = v.base;
+  d["layout"] = std::string(posenc::to_string(v.layout));
+  d["patch_size"] = v.patch_size;
+  d["spatial_merge_size"] = v.spatial_merge_size;
+  d["max_patches_per_side"] = v.max_patches_per_side;
+  nb::list layers;
+  for (const auto& l : v.layers) {
+    nb::dict e;
+    e["windowed"] = l.windowed;
+    e["window"] = l.window;
+    layers.append(e);
+  }
+  d["layers"] = layers;
+  return {std::move(p), d};
 }
 
 std::pair<rope_plan_py, nb::dict> plan_from_hf(const nb::handle& config, std::optional<std::string> style,
@@ -464,19 +510,31 @@ std::pair<rope_plan_py, nb::dict> plan_from_hf(const nb::handle& config, std::op
 }
 
 std::pair<rope_plan_py, nb::dict> plan_from_gguf(const std::string& path, std::optional<std::string> style,
-                                                 const std::string& long_policy, index_t seq_len) {
+                                                 const std::string& long_policy, std::optional<index_t> layer,
+                                                 index_t seq_len) {
   constexpr const char* fn = "RopePlan.from_gguf";
   posenc::gguf_options opt;
   if (style) opt.style = parse_style(*style, fn);
   opt.long_policy = parse_enum<posenc::longrope_policy>(long_policy, fn, "longrope_policy");
   posenc::gguf_rope_info info;
+  posenc::model_positional_plan m;
   posenc::status s;
   {
     nb::gil_scoped_release unlocked;
     s = posenc::try_read_gguf_rope(path, info, opt);
+    if (s.ok() && layer) s = posenc::try_read_gguf_model_plan(path, m, opt);
   }
   check(s);
   nb::dict d;
+  if (layer) {  // that layer's configuration (local bases, NoPE layers): posenc::read_gguf_model_plan
+    check(m.check_layer(*layer));
+    const posenc::layer_positional& l = m.layer(*layer);
+    if (!l.rope)
+      check(posenc::detail::fail(fn, "layer ", *layer, " of ", m.model_type, " has no RoPE (a NoPE layer: q and k are "
+                                 "not rotated; posenc.gguf_model_layers lists its attention and temperature)"));
+    info.config = l.config;
+    d["layer"] = layer_dict(l);
+  }
   d["version"] = info.version;
   d["architecture"] = info.architecture;
   d["name"] = info.name;
@@ -497,6 +555,16 @@ std::pair<rope_plan_py, nb::dict> plan_from_gguf(const std::string& path, std::o
 
 void bind_plans(nb::module_& m) {
   m.def("model_layers", &model_layers, nb::arg("config"), nb::arg("use_text_config"));
+  m.def("gguf_model_layers", &gguf_model_layers, nb::arg("path"), nb::arg("style").none());
+  m.def("vision_from_hf", &vision_from_hf, nb::arg("config"), nb::arg("style").none());
+  m.def(
+      "vision_positions",
+      [](index_t frames, index_t grid_h, index_t grid_w, index_t merge) {
+        std::vector<std::int64_t> ids;
+        check(posenc::try_vision_positions(frames, grid_h, grid_w, merge, ids));
+        return ids;
+      },
+      nb::arg("frames"), nb::arg("grid_h"), nb::arg("grid_w"), nb::arg("merge"));
   // ---- plans
   nb::class_<rope_plan_py>(m, "RopePlanCore", "A posenc::rope_plan (immutable).")
       .def_static("from_params", &plan_from_params, nb::arg("params"), nb::arg("names"), nb::arg("seq_len"),
@@ -518,7 +586,7 @@ void bind_plans(nb::module_& m) {
                   nb::arg("dynamic_policy"), nb::arg("longrope_policy"), nb::arg("layer_type").none(),
                   nb::arg("use_text_config"), nb::arg("layer").none(), nb::arg("seq_len"))
       .def_static("from_gguf", &plan_from_gguf, nb::arg("path"), nb::arg("style").none(), nb::arg("longrope_policy"),
-                  nb::arg("seq_len"))
+                  nb::arg("layer").none(), nb::arg("seq_len"))
       .def_static(
           "sectioned",
           [](index_t head_dim, double base, std::array<index_t, 3> sections, const std::string& style) {
