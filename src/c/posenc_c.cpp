@@ -20,12 +20,14 @@
 #include "posenc/io/gguf.hpp"
 #include "posenc/kv_cache.hpp"
 #include "posenc/learned.hpp"
+#include "posenc/model_plan.hpp"
 #include "posenc/mrope.hpp"
 #include "posenc/quantize.hpp"
 #include "posenc/rope.hpp"
 #include "posenc/rope_ops.hpp"
 #include "posenc/sinusoidal.hpp"
 #include "posenc/t5_bias.hpp"
+#include "posenc/vision_plan.hpp"
 #include "posenc/xpos.hpp"
 #if defined(POSENC_C_HAS_HF)
 #include "posenc/io/hf_config.hpp"
@@ -67,6 +69,9 @@ struct posenc_model_config {
   posenc::index_t num_heads = 0;
   posenc::index_t num_kv_heads = 0;
   posenc::index_t max_positions = 0;
+};
+struct posenc_model_layers {
+  posenc::model_positional_plan plan;
 };
 
 namespace {
@@ -553,58 +558,67 @@ int64_t posenc_model_config_num_heads(const posenc_model_config* m) { return m ?
 int64_t posenc_model_config_num_kv_heads(const posenc_model_config* m) { return m ? m->num_kv_heads : 0; }
 int64_t posenc_model_config_max_positions(const posenc_model_config* m) { return m ? m->max_positions : 0; }
 
+namespace {
+
+/// A rope_config into the C struct (whose struct_size the caller checked); the arrays stay `r`'s.
+void fill_rope_config(const posenc::rope_config& r, posenc_rope_config* c) {
+  const posenc::rope_scaling& s = r.scaling;
+  posenc_rope_config_init(c);
+  c->style = r.style == posenc::rope_style::interleaved ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALF_SPLIT;
+  c->head_dim = r.head_dim;
+  c->rotary_dim = r.rotary_dim;
+  c->rotary_offset = r.rotary_offset;
+  c->base = r.base;
+  using st = posenc::rope_scaling_type;
+  constexpr std::array<std::pair<st, int32_t>, 8> types{{{st::none, POSENC_SCALING_NONE},
+                                                         {st::linear, POSENC_SCALING_LINEAR},
+                                                         {st::ntk, POSENC_SCALING_NTK},
+                                                         {st::dynamic_ntk, POSENC_SCALING_DYNAMIC_NTK},
+                                                         {st::yarn, POSENC_SCALING_YARN},
+                                                         {st::deepseek_yarn, POSENC_SCALING_DEEPSEEK_YARN},
+                                                         {st::llama3, POSENC_SCALING_LLAMA3},
+                                                         {st::longrope, POSENC_SCALING_LONGROPE}}};
+  for (const auto& t : types)
+    if (t.first == s.type) c->scaling = t.second;
+  if (s.type == st::dynamic_ntk && s.ntk_policy == posenc::dynamic_ntk_policy::fixed_at_max)
+    c->policy = POSENC_POLICY_FIXED_AT_MAX;
+  if (s.type == st::longrope) {
+    switch (s.long_policy) {
+      case posenc::longrope_policy::per_length: c->policy = POSENC_POLICY_PER_LENGTH; break;
+      case posenc::longrope_policy::past_original: c->policy = POSENC_POLICY_PAST_ORIGINAL; break;
+      case posenc::longrope_policy::always_short: c->policy = POSENC_POLICY_ALWAYS_SHORT; break;
+      case posenc::longrope_policy::always_long: c->policy = POSENC_POLICY_ALWAYS_LONG; break;
+    }
+  }
+  c->factor = s.factor;
+  c->original_max_positions = s.original_max_positions;
+  c->beta_fast = s.beta_fast;
+  c->beta_slow = s.beta_slow;
+  c->truncate = s.truncate ? 1 : 0;
+  c->mscale = s.mscale;
+  c->mscale_all_dim = s.mscale_all_dim;
+  c->attention_factor = s.attention_factor.value_or(0.0);
+  c->low_freq_factor = s.low_freq_factor;
+  c->high_freq_factor = s.high_freq_factor;
+  c->short_factor = s.short_factor.empty() ? nullptr : s.short_factor.data();
+  c->long_factor = s.long_factor.empty() ? nullptr : s.long_factor.data();
+  c->longrope_factor_count = static_cast<int64_t>(s.short_factor.size());
+  c->freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data();
+  c->freq_factor_count = static_cast<int64_t>(r.freq_factors.size());
+}
+
+}  // namespace
+
 posenc_status posenc_model_config_rope(const posenc_model_config* m, posenc_rope_config* c) {
   constexpr const char* fn = "model_config_rope";
   return guarded(fn, [&]() -> status {
     if (m == nullptr) return pd::fail(fn, "model is null");
     POSENC_TRY(struct_size_ok(fn, "config", c));
-    const posenc::rope_config& r = m->config;
-    const posenc::rope_scaling& s = r.scaling;
-    posenc_rope_config_init(c);
-    c->style = r.style == posenc::rope_style::interleaved ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALF_SPLIT;
-    c->head_dim = r.head_dim;
-    c->rotary_dim = r.rotary_dim;
-    c->rotary_offset = r.rotary_offset;
-    c->base = r.base;
-    using st = posenc::rope_scaling_type;
-    constexpr std::array<std::pair<st, int32_t>, 8> types{{{st::none, POSENC_SCALING_NONE},
-                                                           {st::linear, POSENC_SCALING_LINEAR},
-                                                           {st::ntk, POSENC_SCALING_NTK},
-                                                           {st::dynamic_ntk, POSENC_SCALING_DYNAMIC_NTK},
-                                                           {st::yarn, POSENC_SCALING_YARN},
-                                                           {st::deepseek_yarn, POSENC_SCALING_DEEPSEEK_YARN},
-                                                           {st::llama3, POSENC_SCALING_LLAMA3},
-                                                           {st::longrope, POSENC_SCALING_LONGROPE}}};
-    for (const auto& t : types)
-      if (t.first == s.type) c->scaling = t.second;
-    if (s.type == st::dynamic_ntk && s.ntk_policy == posenc::dynamic_ntk_policy::fixed_at_max)
-      c->policy = POSENC_POLICY_FIXED_AT_MAX;
-    if (s.type == st::longrope) {
-      switch (s.long_policy) {
-        case posenc::longrope_policy::per_length: c->policy = POSENC_POLICY_PER_LENGTH; break;
-        case posenc::longrope_policy::past_original: c->policy = POSENC_POLICY_PAST_ORIGINAL; break;
-        case posenc::longrope_policy::always_short: c->policy = POSENC_POLICY_ALWAYS_SHORT; break;
-        case posenc::longrope_policy::always_long: c->policy = POSENC_POLICY_ALWAYS_LONG; break;
-      }
-    }
-    c->factor = s.factor;
-    c->original_max_positions = s.original_max_positions;
-    c->beta_fast = s.beta_fast;
-    c->beta_slow = s.beta_slow;
-    c->truncate = s.truncate ? 1 : 0;
-    c->mscale = s.mscale;
-    c->mscale_all_dim = s.mscale_all_dim;
-    c->attention_factor = s.attention_factor.value_or(0.0);
-    c->low_freq_factor = s.low_freq_factor;
-    c->high_freq_factor = s.high_freq_factor;
-    c->short_factor = s.short_factor.empty() ? nullptr : s.short_factor.data();
-    c->long_factor = s.long_factor.empty() ? nullptr : s.long_factor.data();
-    c->longrope_factor_count = static_cast<int64_t>(s.short_factor.size());
-    c->freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data();
-    c->freq_factor_count = static_cast<int64_t>(r.freq_factors.size());
+    fill_rope_config(m->config, c);
     return {};
   });
 }
+
 posenc_status posenc_model_config_plan(const posenc_model_config* m, int64_t seq_len, posenc_rope_plan** out) {
   constexpr const char* fn = "model_config_plan";
   return guarded(fn, [&]() -> status {
@@ -613,6 +627,109 @@ posenc_status posenc_model_config_plan(const posenc_model_config* m, int64_t seq
     posenc::rope_plan plan;
     POSENC_TRY(posenc::try_make_rope_plan(m->config, seq_len, plan));
     *out = new posenc_rope_plan{std::move(plan)};
+    return {};
+  });
+}
+
+void posenc_layer_info_init(posenc_layer_info* info) {
+  if (info == nullptr) return;
+  std::memset(info, 0, sizeof *info);
+  info->struct_size = sizeof(posenc_layer_info);
+}
+
+posenc_status posenc_model_layers_read_hf(const char* path, posenc_model_layers** out) {
+  constexpr const char* fn = "model_layers_read_hf";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (path == nullptr) return pd::fail(fn, "path is null");
+#if defined(POSENC_C_HAS_HF)
+    auto m = std::make_unique<posenc_model_layers>();
+    POSENC_TRY(posenc::try_model_plan_from_hf_file(path, m->plan));
+    *out = m.release();
+    return {};
+#else
+    return pd::fail(fn, "this libposenc was built without nlohmann/json (Hugging Face config.json support)");
+#endif
+  });
+}
+posenc_status posenc_model_layers_read_gguf(const char* path, posenc_model_layers** out) {
+  constexpr const char* fn = "model_layers_read_gguf";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (path == nullptr) return pd::fail(fn, "path is null");
+    auto m = std::make_unique<posenc_model_layers>();
+    POSENC_TRY(posenc::try_read_gguf_model_plan(path, m->plan));
+    *out = m.release();
+    return {};
+  });
+}
+void posenc_model_layers_destroy(posenc_model_layers* m) { delete m; }
+int64_t posenc_model_layers_count(const posenc_model_layers* m) { return m ? m->plan.num_layers() : 0; }
+
+namespace {
+
+/// The layer `layer` of `m`, checked (null handle, range; NoPE when `need_rope`).
+status layer_of(const char* fn, const posenc_model_layers* m, int64_t layer, bool need_rope,
+                const posenc::layer_positional*& out) {
+  if (m == nullptr) return pd::fail(fn, "model is null");
+  POSENC_TRY(m->plan.check_layer(layer));
+  out = &m->plan.layers[static_cast<std::size_t>(layer)];
+  if (need_rope && !out->rope)
+    return pd::fail(fn, "layer ", layer, " of ", m->plan.model_type, " has no RoPE (a NoPE layer: q and k are not rotated)");
+  return {};
+}
+
+}  // namespace
+
+posenc_status posenc_model_layers_layer(const posenc_model_layers* m, int64_t layer, posenc_layer_info* info) {
+  constexpr const char* fn = "model_layers_layer";
+  return guarded(fn, [&]() -> status {
+    const posenc::layer_positional* l = nullptr;
+    POSENC_TRY(layer_of(fn, m, layer, false, l));
+    POSENC_TRY(struct_size_ok(fn, "info", info));
+    posenc_layer_info_init(info);
+    info->rope = l->rope ? 1 : 0;
+    info->attention = static_cast<int32_t>(l->attention);
+    info->window = l->window;
+    info->temperature = l->temperature.enabled ? 1 : 0;
+    info->temperature_floor_scale = l->temperature.floor_scale;
+    info->temperature_attn_scale = l->temperature.attn_scale;
+    info->temperature_offset = l->temperature.offset;
+    return {};
+  });
+}
+posenc_status posenc_model_layers_rope(const posenc_model_layers* m, int64_t layer, posenc_rope_config* config) {
+  constexpr const char* fn = "model_layers_rope";
+  return guarded(fn, [&]() -> status {
+    const posenc::layer_positional* l = nullptr;
+    POSENC_TRY(layer_of(fn, m, layer, true, l));
+    POSENC_TRY(struct_size_ok(fn, "config", config));
+    fill_rope_config(l->config, config);
+    return {};
+  });
+}
+posenc_status posenc_model_layers_plan(const posenc_model_layers* m, int64_t layer, int64_t seq_len,
+                                       posenc_rope_plan** out) {
+  constexpr const char* fn = "model_layers_plan";
+  return guarded(fn, [&]() -> status {
+    const posenc::layer_positional* l = nullptr;
+    POSENC_TRY(layer_of(fn, m, layer, true, l));
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    posenc::rope_plan plan;
+    POSENC_TRY(posenc::try_make_rope_plan(l->config, seq_len, plan));
+    *out = new posenc_rope_plan{std::move(plan)};
+    return {};
+  });
+}
+posenc_status posenc_model_layers_temperature(const posenc_model_layers* m, int64_t layer, int64_t position,
+                                              double* out) {
+  constexpr const char* fn = "model_layers_temperature";
+  return guarded(fn, [&]() -> status {
+    const posenc::layer_positional* l = nullptr;
+    POSENC_TRY(layer_of(fn, m, layer, false, l));
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (position < 0) return pd::fail(fn, "position=", position, " must be >= 0");
+    *out = l->temperature.scale(position);
     return {};
   });
 }
@@ -845,6 +962,38 @@ posenc_status posenc_mrope_plan_create(const posenc_rope_plan* plan, const int64
   });
 }
 void posenc_mrope_plan_destroy(posenc_mrope_plan* plan) { delete plan; }
+posenc_status posenc_mrope_plan_read_hf_vision(const char* path, posenc_mrope_plan** out, int64_t* head_dim) {
+  constexpr const char* fn = "mrope_plan_read_hf_vision";
+  return guarded(fn, [&]() -> status {
+    if (out == nullptr) return pd::fail(fn, "out is null");
+    if (path == nullptr) return pd::fail(fn, "path is null");
+#if defined(POSENC_C_HAS_HF)
+    posenc::vision_positional_plan v;
+    POSENC_TRY(posenc::try_vision_plan_from_hf_file(path, v));
+    auto m = std::make_unique<posenc_mrope_plan>();
+    POSENC_TRY(v.try_make_rope(m->plan));
+    if (head_dim != nullptr) *head_dim = v.head_dim;
+    *out = m.release();
+    return {};
+#else
+    (void)head_dim;
+    return pd::fail(fn, "this libposenc was built without nlohmann/json (Hugging Face config.json support)");
+#endif
+  });
+}
+posenc_status posenc_vision_positions(int64_t frames, int64_t grid_h, int64_t grid_w, int64_t merge, int64_t* ids,
+                                      int64_t count) {
+  constexpr const char* fn = "vision_positions";
+  return guarded(fn, [&]() -> status {
+    std::vector<std::int64_t> v;
+    POSENC_TRY(posenc::try_vision_positions(frames, grid_h, grid_w, merge, v));
+    if (count != static_cast<int64_t>(v.size()))
+      return pd::fail(fn, "count=", count, " must be 3 * frames * grid_h * grid_w = ", v.size());
+    if (ids == nullptr) return pd::fail(fn, "ids is null");
+    std::memcpy(ids, v.data(), v.size() * sizeof(std::int64_t));
+    return {};
+  });
+}
 
 posenc_status posenc_apply_mrope(const posenc_mrope_plan* plan, const posenc_tensor* x, const int64_t* ids,
                                  int64_t batch, int64_t length, int32_t inverse) {

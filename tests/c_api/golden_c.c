@@ -475,6 +475,106 @@ done:
   posenc_rope_plan_destroy(plan);
 }
 
+/* ---- model layers (models.txt) and vision towers (vision.txt) ---------------------------------------------- */
+
+static const char* g_golden_dir = ".";
+
+/* Every layer of a config.json or GGUF model against models.txt: rope, attention, window, the factor on q at
+ * the listed positions (1e-15 relative), and each RoPE layer's plan for 8192 positions (frequencies 4e-15
+ * relative, magnitude, rotary dim, pair style); a NoPE layer's plan is refused. */
+static void model_layers_case(const gcase* c) {
+  const garray *rope = arr(c, "rope"), *att = arr(c, "attention"), *win = arr(c, "window"), *plan_of = arr(c, "plan");
+  const garray *inv = arr(c, "plan_inv_freq"), *tpos = arr(c, "temp_positions"), *tscale = arr(c, "temp_scale");
+  const garray *rdim = arr(c, "plan_rotary_dim"), *inter = arr(c, "plan_interleaved"), *mag = arr(c, "plan_magnitude");
+  const int gguf = has(c, "gguf");
+  char path[1024];
+  posenc_model_layers* m = NULL;
+  int64_t i, layers = pint(c, "layers");
+  long k;
+  if (!rope || !att || !win || !plan_of || !inv || !tpos || !tscale || !rdim || !inter || !mag) return;
+  if (gguf) snprintf(path, sizeof path, "%s/../data/gguf/%s", g_golden_dir, need_str(c, "gguf"));
+  else snprintf(path, sizeof path, "%s/../data/hf/models/%s", g_golden_dir, need_str(c, "config"));
+  check_status(c->name, gguf ? "model_layers_read_gguf" : "model_layers_read_hf",
+               gguf ? posenc_model_layers_read_gguf(path, &m) : posenc_model_layers_read_hf(path, &m));
+  if (m == NULL) return;
+  check_close(c->name, "layers", 0, (double)posenc_model_layers_count(m), (double)layers, 0);
+  for (i = 0; i < layers && i < posenc_model_layers_count(m); ++i) {
+    posenc_layer_info info;
+    posenc_rope_plan* plan = NULL;
+    double w[512];
+    const int64_t p = plan_of->i[i];
+    posenc_layer_info_init(&info);
+    check_status(c->name, "model_layers_layer", posenc_model_layers_layer(m, i, &info));
+    check_close(c->name, "rope", (long)i, info.rope, (double)rope->i[i], 0);
+    check_close(c->name, "attention", (long)i, info.attention, (double)att->i[i], 0);
+    check_close(c->name, "window", (long)i, (double)info.window, (double)win->i[i], 0);
+    for (k = 0; k < tpos->n; ++k) {
+      double f = 0.0;
+      const double want = tscale->f[i * tpos->n + k];
+      check_status(c->name, "model_layers_temperature", posenc_model_layers_temperature(m, i, tpos->i[k], &f));
+      check_close(c->name, "temperature", (long)(i * tpos->n + k), f, want, 1e-15 * want);
+    }
+    if (p < 0) {
+      if (posenc_model_layers_plan(m, i, 8192, &plan) != POSENC_INVALID_ARGUMENT)
+        failure("%s: layer %ld is NoPE but model_layers_plan did not refuse it", c->name, (long)i);
+      posenc_rope_plan_destroy(plan);
+      continue;
+    }
+    check_status(c->name, "model_layers_plan", posenc_model_layers_plan(m, i, 8192, &plan));
+    if (plan == NULL) continue;
+    check_close(c->name, "rotary_dim", (long)i, (double)posenc_rope_plan_rotary_dim(plan), (double)rdim->i[p], 0);
+    check_close(c->name, "interleaved", (long)i, posenc_rope_plan_style(plan) == POSENC_ROPE_INTERLEAVED,
+                (double)inter->i[p], 0);
+    check_close(c->name, "magnitude", (long)i, posenc_rope_plan_magnitude(plan), mag->f[p], 1e-15 * mag->f[p]);
+    if (rdim->i[p] / 2 <= 512 && posenc_rope_plan_inv_freq(plan, w, rdim->i[p] / 2) == POSENC_OK)
+      for (k = 0; k < rdim->i[p] / 2; ++k) {
+        const double want = inv->f[p * inv->dims[1] + k];
+        check_close(c->name, "layer inv_freq (rel)", k, w[k], want, 4e-15 * want);
+      }
+    posenc_rope_plan_destroy(plan);
+  }
+  posenc_model_layers_destroy(m);
+}
+
+/* A vision tower's 2D RoPE from its config.json against vision.txt: the token order of a sample grid (exact)
+ * and HF's rotation of one head at each sample (row, column) in float64 (1e-12). */
+static void vision_case(const gcase* c) {
+  const garray *x = arr(c, "x"), *rp = arr(c, "rot_pos"), *want = arr(c, "rotated"), *grid = arr(c, "grid");
+  const garray* pos = arr(c, "positions");
+  char path[1024];
+  posenc_mrope_plan* plan = NULL;
+  posenc_tensor t;
+  int64_t d = 0, kk, n, *ids = NULL;
+  double* buf = NULL;
+  long k;
+  if (!x || !rp || !want || !grid || !pos) return;
+  snprintf(path, sizeof path, "%s/../data/hf/models/%s", g_golden_dir, need_str(c, "config"));
+  check_status(c->name, "mrope_plan_read_hf_vision", posenc_mrope_plan_read_hf_vision(path, &plan, &d));
+  if (plan == NULL) return;
+  check_close(c->name, "head_dim", 0, (double)d, (double)x->n, 0);
+  n = pos->n;
+  ids = (int64_t*)malloc((size_t)n * sizeof(int64_t) + 1);
+  buf = (double*)malloc((size_t)want->n * sizeof(double) + 1);
+  if (ids == NULL || buf == NULL) goto done;
+  check_status(c->name, "vision_positions",
+               posenc_vision_positions(grid->i[0], grid->i[1], grid->i[2], pint(c, "merge"), ids, n));
+  for (k = 0; k < n; ++k) check_close(c->name, "vision position", k, (double)ids[k], (double)pos->i[k], 0);
+  kk = rp->dims[0];
+  for (k = 0; k < want->n; ++k) buf[k] = x->f[k % x->n];
+  for (k = 0; k < 3 * kk; ++k) ids[k] = 0;
+  for (k = 0; k < kk; ++k) {
+    ids[kk + k] = rp->i[2 * k];
+    ids[2 * kk + k] = rp->i[2 * k + 1];
+  }
+  t = posenc_tensor_contiguous(buf, POSENC_F64, 4, (const int64_t[]){1, kk, 1, d});
+  check_status(c->name, "apply_mrope (vision)", posenc_apply_mrope(plan, &t, ids, -1, kk, 0));
+  for (k = 0; k < want->n; ++k) check_close(c->name, "vision rotation f64", k, buf[k], want->f[k], 1e-12);
+done:
+  free(ids);
+  free(buf);
+  posenc_mrope_plan_destroy(plan);
+}
+
 /* ---- ALiBi, sinusoidal, T5, xPos ---------------------------------------------------------------------------- */
 
 static void alibi_case(const gcase* c) {
@@ -1313,7 +1413,7 @@ static void model_checks(const char* golden_dir) {
 
 int main(int argc, char** argv) {
   static const char* files[] = {"rope_basic.txt", "rope_scaling.txt", "mrope.txt", "quant.txt", "alibi.txt",
-                                "sinusoidal.txt", "t5.txt", "xpos.txt"};
+                                "sinusoidal.txt", "t5.txt", "xpos.txt", "models.txt", "vision.txt"};
   const int nfiles = (int)(sizeof files / sizeof files[0]);
   int f, i;
   if (argc != 2) {
@@ -1321,6 +1421,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   printf("golden_c: posenc %s, C API %d, ISA %s\n", posenc_version(), posenc_c_api_version(), posenc_active_isa());
+  g_golden_dir = argv[1];
   for (f = 0; f < nfiles; ++f) {
     const char* file = files[f];
     gfile g;
@@ -1337,6 +1438,8 @@ int main(int argc, char** argv) {
       else if (strcmp(file, "sinusoidal.txt") == 0) sinusoidal_case(c);
       else if (strcmp(file, "t5.txt") == 0 && (starts(c->name, "boundary_") || starts(c->name, "table_"))) t5_case(c);
       else if (strcmp(file, "xpos.txt") == 0) xpos_case(c);
+      else if (strcmp(file, "models.txt") == 0) model_layers_case(c);
+      else if (strcmp(file, "vision.txt") == 0) vision_case(c);
       else --run, printf("  %s: case %s not handled\n", file, c->name);
     }
     if (strcmp(file, "quant.txt") == 0) quant_summary();

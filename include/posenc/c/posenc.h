@@ -224,6 +224,57 @@ POSENC_C_API int64_t posenc_model_config_num_heads(const posenc_model_config* mo
 POSENC_C_API int64_t posenc_model_config_num_kv_heads(const posenc_model_config* model);
 POSENC_C_API int64_t posenc_model_config_max_positions(const posenc_model_config* model);
 
+/* ---- a model layer by layer (posenc::model_positional_plan; docs/models.md) ----------------------------------
+ * Sliding and chunked layers, their own bases (Gemma 3, ModernBERT), layers without RoPE (Llama 4, SmolLM3,
+ * Cohere 2) and the factor some models put on q (Llama 4's NoPE layers, Ministral 3).
+ */
+
+/** A model's positional treatment per layer, read from a config.json or a GGUF file; immutable. */
+typedef struct posenc_model_layers posenc_model_layers;
+
+/** A layer's attention (Hugging Face layer_types). */
+typedef enum posenc_attention_kind {
+  POSENC_ATTENTION_FULL = 0,    /**< every earlier token */
+  POSENC_ATTENTION_SLIDING = 1, /**< the last `window` tokens (ModernBERT, EmbeddingGemma: window/2 each side) */
+  POSENC_ATTENTION_CHUNKED = 2  /**< the tokens of the same chunk of `window` positions (Llama 4) */
+} posenc_attention_kind;
+
+/** One layer (posenc::layer_positional). Fill struct_size with posenc_layer_info_init. The factor on q at
+ * position p (0-based) is 1 + temperature_attn_scale * ln(floor((p + temperature_offset) /
+ * temperature_floor_scale) + 1) when `temperature` is 1 (posenc_model_layers_temperature computes it). */
+typedef struct posenc_layer_info {
+  uint32_t struct_size;            /**< sizeof(posenc_layer_info) */
+  int32_t rope;                    /**< 1: q and k rotate (posenc_model_layers_rope); 0: a NoPE layer */
+  int32_t attention;               /**< posenc_attention_kind */
+  int32_t temperature;             /**< 1: q is multiplied by the factor above */
+  int64_t window;                  /**< tokens of a sliding window or a chunk; 0 for full attention */
+  double temperature_floor_scale;  /**< Llama 4 floor_scale; Ministral 3 original_max_position_embeddings */
+  double temperature_attn_scale;   /**< Llama 4 attn_scale; Ministral 3 llama_4_scaling_beta */
+  double temperature_offset;       /**< 1 (Llama 4) or 0 (Ministral 3) */
+} posenc_layer_info;
+
+/** Sets struct_size and zeroes the rest. */
+POSENC_C_API void posenc_layer_info_init(posenc_layer_info* info);
+/** model_plan_from_hf_file / read_gguf_model_plan: every layer of the model at `path`. */
+POSENC_C_API posenc_status posenc_model_layers_read_hf(const char* path, posenc_model_layers** out);
+POSENC_C_API posenc_status posenc_model_layers_read_gguf(const char* path, posenc_model_layers** out);
+POSENC_C_API void posenc_model_layers_destroy(posenc_model_layers* model);
+/** The number of layers (0 for null). */
+POSENC_C_API int64_t posenc_model_layers_count(const posenc_model_layers* model);
+/** Layer `layer` into info (its struct_size must be set); invalid_argument when layer is not in [0, count). */
+POSENC_C_API posenc_status posenc_model_layers_layer(const posenc_model_layers* model, int64_t layer,
+                                                     posenc_layer_info* info);
+/** The layer's RoPE configuration (as posenc_model_config_rope; arrays live as long as the handle);
+ * invalid_argument for a NoPE layer. */
+POSENC_C_API posenc_status posenc_model_layers_rope(const posenc_model_layers* model, int64_t layer,
+                                                    posenc_rope_config* config);
+/** The layer's plan for sequences of seq_len tokens; invalid_argument for a NoPE layer. */
+POSENC_C_API posenc_status posenc_model_layers_plan(const posenc_model_layers* model, int64_t layer, int64_t seq_len,
+                                                    posenc_rope_plan** out);
+/** The factor on q of the layer at position p (1 where the layer has none), into *out. */
+POSENC_C_API posenc_status posenc_model_layers_temperature(const posenc_model_layers* model, int64_t layer,
+                                                           int64_t position, double* out);
+
 /* ---- applying RoPE --------------------------------------------------------------------------------------------
  * `source`: exactly one of plan (cos/sin formed on the fly) and cache (table rows) is non-null.
  * Tensors: rank 4 (N, L, H, D), D = the plan's head_dim; any dtype, any strides >= 0.
@@ -282,6 +333,15 @@ typedef struct posenc_mrope_plan posenc_mrope_plan;
 POSENC_C_API posenc_status posenc_mrope_plan_create(const posenc_rope_plan* plan, const int64_t* sections,
                                                     int32_t interleaved, posenc_mrope_plan** out);
 POSENC_C_API void posenc_mrope_plan_destroy(posenc_mrope_plan* plan);
+/** The 2D RoPE of the vision tower of the vision-language model whose config.json is at `path`
+ * (vision_plan_from_hf_file: Qwen2-VL, Qwen2.5-VL, Pixtral; half-split pairs, sections {0, D/4, D/4});
+ * `head_dim`, when not null, receives D. Apply it with positions (0, patch row, patch column). */
+POSENC_C_API posenc_status posenc_mrope_plan_read_hf_vision(const char* path, posenc_mrope_plan** out,
+                                                            int64_t* head_dim);
+/** vision_positions: the (3, L) ids, L = frames * grid_h * grid_w, of a patch grid in a vision tower's token
+ * order (merge 1: row-major, Pixtral; merge m: m x m blocks, Qwen2-VL) into ids[0 .. count), count = 3 L. */
+POSENC_C_API posenc_status posenc_vision_positions(int64_t frames, int64_t grid_h, int64_t grid_w, int64_t merge,
+                                                   int64_t* ids, int64_t count);
 /** apply_mrope on x (N, L, H, D) in place: token (n, l) at positions ids[(3 n + a) L + l] of axis a (t, h, w)
  * when batch >= 0 ((N, 3, L) ids, batch = N), or ids[a L + l] for every sequence when batch = -1 ((3, L) ids).
  * inverse != 0: the transpose. */
