@@ -49,6 +49,8 @@ TEST_P(ModelPlanGolden, EveryLayerMatches) {
   ASSERT_TRUE(s.ok()) << s.message();
   const index_t layers = c->integer("layers");
   ASSERT_EQ(m.num_layers(), layers);
+  if (c->has("mrope_section")) EXPECT_EQ(m.mrope_section, c->array("mrope_section").ivalues);
+  else EXPECT_TRUE(m.mrope_section.empty());
   const auto& rope = c->array("rope").ivalues;
   const auto& attention = c->array("attention").ivalues;
   const auto& window = c->array("window").ivalues;

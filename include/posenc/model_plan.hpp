@@ -82,6 +82,12 @@ struct model_positional_plan {
   std::string model_type;
   /// One entry per layer (`num_hidden_layers`).
   std::vector<layer_positional> layers;
+  /// Multimodal RoPE of every rotating layer (Qwen2-VL, Qwen2.5-VL, Qwen3-VL `mrope_section`): pairs per
+  /// temporal, height and width axis; empty for plain RoPE. Build a layer's with
+  /// mrope_plan(make_rope_plan(layer(i).config), {s[0], s[1], s[2]}, layout) (posenc/mrope_plan.hpp).
+  std::vector<index_t> mrope_section;
+  /// `mrope_interleaved` (Qwen3-VL): the interleaved layout; false: chunked.
+  bool mrope_interleaved = false;
 
   /// The number of layers.
   index_t num_layers() const noexcept { return static_cast<index_t>(layers.size()); }

@@ -17,7 +17,9 @@ in mpmath at 40 digits, importing nothing from posenc:
                     (partial_rotary_factor 0.5, interleaved pairs: modeling_glm4.py rotate_half over x[0::2],
                     x[1::2]), Mistral 7B v0.1 (sliding_window on every layer), DeepSeek-V3 (the
                     qk_rope_head_dim-wide rotary head, interleaved, DeepSeek YaRN), Phi-3 mini 128k (LongRoPE long
-                    factors at 8192 positions, sliding_window on every layer), Ministral 3 (YaRN and the factor
+                    factors at 8192 positions, sliding_window on every layer; Phi-4-mini's shape, partial rotary 0.75 with
+                    LongRoPE, whose 48 factor values are stand-ins: the published ones were not at hand),
+                    Qwen2.5-VL 7B (text: MRoPE sections [16, 24, 24], full attention), Ministral 3 (YaRN and the factor
                     1 + llama_4_scaling_beta * ln(floor(p / original_max_position_embeddings) + 1) on q in every
                     layer, modeling_ministral3.py).
   frequencies       as gen_golden.py: w_i = base^(-2i/R); linear w/factor; llama3 bands; YaRN ramp with HF's
@@ -27,7 +29,7 @@ GGUF cases (gguf_<name>): tests/data/gguf/model_<name>.gguf, written by make_ggu
 per-layer plan from llama.cpp's loader rules (GGUF_RULES below: set_swa_pattern's period per architecture, the
 window rule, the sliding layers' base, NoPE layers, Llama 4's and Ministral 3's temperature).
 
-Case params: config (file name) or gguf (file name), layers. Arrays per case (L layers, K distinct RoPE plans, P = max pairs):
+Case params: config (file name) or gguf (file name), layers. Arrays per case (L layers, K distinct RoPE plans, P = max pairs; mrope_section i64 (3) only for MRoPE models):
   rope i64 (L): 1 rotates, 0 NoPE;  attention i64 (L): 0 full, 1 sliding, 2 chunked;  window i64 (L);
   plan i64 (L): index into the plan arrays (-1 for NoPE layers);
   plan_rotary_dim i64 (K), plan_interleaved i64 (K), plan_magnitude f64 (K), plan_inv_freq f64 (K, P) (rows
@@ -75,10 +77,12 @@ class Plans:
         return len(self.rows) - 1
 
 
-def case(name, config, layers, rope, attention, window, plan_of, plans, temp=None, source='config'):
+def case(name, config, layers, rope, attention, window, plan_of, plans, temp=None, source='config', mrope=None):
     c = Case(name)
     c.param(source, config)
     c.param('layers', layers)
+    if mrope is not None:
+        c.array('mrope_section', 'i64', [len(mrope)], mrope)
     c.array('rope', 'i64', [layers], rope)
     c.array('attention', 'i64', [layers], attention)
     c.array('window', 'i64', [layers], window)
@@ -104,14 +108,16 @@ def case(name, config, layers, rope, attention, window, plan_of, plans, temp=Non
 
 
 def uniform(name, config, slide, interleaved=False):
-    """One RoPE for all layers (scaling none); slide(i) -> (attention, window)."""
+    """One RoPE for all layers (scaling none; Qwen2-VL's legacy type "mrope" is none with sections, reported as
+    the model's mrope_section); slide(i) -> (attention, window)."""
     _, t = load(config)
     L, D = t['num_hidden_layers'], head_dim(t)
     R = int(D * t.get('partial_rotary_factor', 1))
     plans = Plans()
     k = plans.add(R, interleaved, mpf(1), default_inv_freq(mpf(t.get('rope_theta', 10000)), R))
     kinds = [slide(i, t) for i in range(L)]
-    return case(name, config, L, [1] * L, [a for a, _ in kinds], [w for _, w in kinds], [k] * L, plans)
+    mrope = (t.get('rope_scaling') or {}).get('mrope_section')
+    return case(name, config, L, [1] * L, [a for a, _ in kinds], [w for _, w in kinds], [k] * L, plans, mrope=mrope)
 
 
 def gemma3(name, config):
@@ -197,7 +203,7 @@ def phi3_longrope(name, config, seq_len=8192):
     w_i / factor_i, magnitude sqrt(1 + ln(F)/ln(M)) with F = max_position_embeddings / M; Phi-3 attends within
     sliding_window on every layer (modeling_phi3.py)."""
     _, t = load(config)
-    L, R = t['num_hidden_layers'], head_dim(t)
+    L, R = t['num_hidden_layers'], int(head_dim(t) * t.get('partial_rotary_factor', 1))  # HF: int(D * factor)
     rs, M = t['rope_scaling'], t['original_max_position_embeddings']
     ext = rs['long_factor'] if seq_len > M else rs['short_factor']
     F = mpf(t['max_position_embeddings']) / M
@@ -338,6 +344,8 @@ def main():
         deepseek_v3('deepseek_v3', 'deepseek_v3.json'),
         phi3_longrope('phi3_mini_128k', 'phi3_mini_128k.json'),
         ministral3('ministral3_14b', 'ministral3_14b.json'),
+        uniform('qwen2_5_vl_7b', 'qwen2_5_vl_7b.json', lambda i, t: (0, 0)),
+        phi3_longrope('phi4_mini_shaped', 'phi4_mini_shaped.json'),
     ]
     cases += [gguf_case(n) for n in ('gemma3_4b', 'gemma2_9b', 'gpt_oss_20b', 'llama4_layers', 'modernbert_base',
                                      'olmo3_7b', 'cohere2_7b', 'ministral3_14b')]

@@ -129,13 +129,19 @@ status read_rope_layers(const section<A>& top, index_t layers, std::vector<bool>
 }
 
 /// The model's RoPE configuration for layers of `layer_type` (the per-layer dict's key; "" for a flat dict).
+/// `model`, when not null, receives the model-level facts of the parse (the MRoPE sections).
 template <class A>
-status layer_rope(typename A::node root, const hf_options& opt, const std::string& layer_type, rope_config& out) {
+status layer_rope(typename A::node root, const hf_options& opt, const std::string& layer_type, rope_config& out,
+                  model_positional_plan* model = nullptr) {
   hf_options o = opt;
   o.layer_type = layer_type;
   hf_rope_info info;
   POSENC_TRY(parse<A>(root, o, info));
   out = std::move(info.config);
+  if (model != nullptr) {
+    model->mrope_section = std::move(info.mrope_section);
+    model->mrope_interleaved = info.mrope_interleaved;
+  }
   return {};
 }
 
@@ -221,7 +227,7 @@ status parse_model(typename A::node root, const hf_options& opt, model_positiona
   const bool per_type = (rp && is_per_layer<A>(rp)) || (rs && is_per_layer<A>(rs));
   rope_config global, local_config;
   if (!per_type) {
-    POSENC_TRY(layer_rope<A>(root, opt, "", global));
+    POSENC_TRY(layer_rope<A>(root, opt, "", global, &m));
     local_config = global;
     if (family == layer_family::gemma3) {
       local_config.scaling = rope_scaling{};

@@ -184,6 +184,8 @@ inline status layers_from_metadata(const gguf_metadata& m, const gguf_rope_info&
 
   model_positional_plan plan;
   plan.model_type = rope.architecture;
+  plan.mrope_section = rope.mrope_sections;  // llama.cpp pads [t, h, w] with a zero to 4 entries
+  while (plan.mrope_section.size() > 3 && plan.mrope_section.back() == 0) plan.mrope_section.pop_back();
   plan.layers.resize(static_cast<std::size_t>(layers));
   for (index_t i = 0; i < layers; ++i) {
     layer_positional& l = plan.layers[static_cast<std::size_t>(i)];
