@@ -623,6 +623,10 @@ TEST(GgufLayers, RejectedFilesNameTheKey) {
   gguf_image no_blocks;
   no_blocks.str("general.architecture", "qwen2").u32("qwen2.embedding_length", 256).u32("qwen2.attention.head_count", 4);
   expect_error(no_blocks, posenc::errc::invalid_file, {"qwen2.block_count is missing"});
+  expect_error(model_base("gemma3", 2).u32("gemma3.attention.sliding_window", 8).f32("gemma3.rope.freq_base_swa", 0.5f),
+               posenc::errc::invalid_file, {"gemma3.rope.freq_base_swa=0.5 must be finite and > 1"});
+  expect_error(model_base("qwen2", 513), posenc::errc::invalid_file,
+               {"qwen2.block_count=513 exceeds 512 layers (llama.cpp's LLAMA_MAX_LAYERS)"});
   expect_error(model_base("gemma2", 3).bool_array("gemma2.attention.sliding_window_pattern", {true, false}),
                posenc::errc::invalid_file, {"gemma2.attention.sliding_window_pattern has 2 entries; block_count=3"});
   expect_error(model_base("gemma2", 2).f32("gemma2.attention.sliding_window_pattern", 2.0f), posenc::errc::invalid_file,

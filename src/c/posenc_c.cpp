@@ -388,6 +388,65 @@ status append_descriptors(const char* fn, const posenc_tensor* k, const posenc_t
   POSENC_TRY(shape_of<4>(fn, "v_cache", v_cache, cache_dims, e, st));
   return same_dtype(fn, "v", v, "k", k);
 }
+/// A rope_config into the C struct (whose struct_size the caller checked); the arrays stay `r`'s.
+void fill_rope_config(const posenc::rope_config& r, posenc_rope_config* c) {
+  const posenc::rope_scaling& s = r.scaling;
+  posenc_rope_config_init(c);
+  c->style = r.style == posenc::rope_style::interleaved ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALF_SPLIT;
+  c->head_dim = r.head_dim;
+  c->rotary_dim = r.rotary_dim;
+  c->rotary_offset = r.rotary_offset;
+  c->base = r.base;
+  using st = posenc::rope_scaling_type;
+  constexpr std::array<std::pair<st, int32_t>, 8> types{{{st::none, POSENC_SCALING_NONE},
+                                                         {st::linear, POSENC_SCALING_LINEAR},
+                                                         {st::ntk, POSENC_SCALING_NTK},
+                                                         {st::dynamic_ntk, POSENC_SCALING_DYNAMIC_NTK},
+                                                         {st::yarn, POSENC_SCALING_YARN},
+                                                         {st::deepseek_yarn, POSENC_SCALING_DEEPSEEK_YARN},
+                                                         {st::llama3, POSENC_SCALING_LLAMA3},
+                                                         {st::longrope, POSENC_SCALING_LONGROPE}}};
+  for (const auto& t : types)
+    if (t.first == s.type) c->scaling = t.second;
+  if (s.type == st::dynamic_ntk && s.ntk_policy == posenc::dynamic_ntk_policy::fixed_at_max)
+    c->policy = POSENC_POLICY_FIXED_AT_MAX;
+  if (s.type == st::longrope) {
+    switch (s.long_policy) {
+      case posenc::longrope_policy::per_length: c->policy = POSENC_POLICY_PER_LENGTH; break;
+      case posenc::longrope_policy::past_original: c->policy = POSENC_POLICY_PAST_ORIGINAL; break;
+      case posenc::longrope_policy::always_short: c->policy = POSENC_POLICY_ALWAYS_SHORT; break;
+      case posenc::longrope_policy::always_long: c->policy = POSENC_POLICY_ALWAYS_LONG; break;
+    }
+  }
+  c->factor = s.factor;
+  c->original_max_positions = s.original_max_positions;
+  c->beta_fast = s.beta_fast;
+  c->beta_slow = s.beta_slow;
+  c->truncate = s.truncate ? 1 : 0;
+  c->mscale = s.mscale;
+  c->mscale_all_dim = s.mscale_all_dim;
+  c->attention_factor = s.attention_factor.value_or(0.0);
+  c->low_freq_factor = s.low_freq_factor;
+  c->high_freq_factor = s.high_freq_factor;
+  c->short_factor = s.short_factor.empty() ? nullptr : s.short_factor.data();
+  c->long_factor = s.long_factor.empty() ? nullptr : s.long_factor.data();
+  c->longrope_factor_count = static_cast<int64_t>(s.short_factor.size());
+  c->freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data();
+  c->freq_factor_count = static_cast<int64_t>(r.freq_factors.size());
+}
+
+
+/// The layer `layer` of `m`, checked (null handle, range; NoPE when `need_rope`).
+status layer_of(const char* fn, const posenc_model_layers* m, int64_t layer, bool need_rope,
+                const posenc::layer_positional*& out) {
+  if (m == nullptr) return pd::fail(fn, "model is null");
+  POSENC_TRY(m->plan.check_layer(layer));
+  out = &m->plan.layers[static_cast<std::size_t>(layer)];
+  if (need_rope && !out->rope)
+    return pd::fail(fn, "layer ", layer, " of ", m->plan.model_type, " has no RoPE (a NoPE layer: q and k are not rotated)");
+  return {};
+}
+
 }  // namespace
 
 extern "C" {
@@ -558,56 +617,6 @@ int64_t posenc_model_config_num_heads(const posenc_model_config* m) { return m ?
 int64_t posenc_model_config_num_kv_heads(const posenc_model_config* m) { return m ? m->num_kv_heads : 0; }
 int64_t posenc_model_config_max_positions(const posenc_model_config* m) { return m ? m->max_positions : 0; }
 
-namespace {
-
-/// A rope_config into the C struct (whose struct_size the caller checked); the arrays stay `r`'s.
-void fill_rope_config(const posenc::rope_config& r, posenc_rope_config* c) {
-  const posenc::rope_scaling& s = r.scaling;
-  posenc_rope_config_init(c);
-  c->style = r.style == posenc::rope_style::interleaved ? POSENC_ROPE_INTERLEAVED : POSENC_ROPE_HALF_SPLIT;
-  c->head_dim = r.head_dim;
-  c->rotary_dim = r.rotary_dim;
-  c->rotary_offset = r.rotary_offset;
-  c->base = r.base;
-  using st = posenc::rope_scaling_type;
-  constexpr std::array<std::pair<st, int32_t>, 8> types{{{st::none, POSENC_SCALING_NONE},
-                                                         {st::linear, POSENC_SCALING_LINEAR},
-                                                         {st::ntk, POSENC_SCALING_NTK},
-                                                         {st::dynamic_ntk, POSENC_SCALING_DYNAMIC_NTK},
-                                                         {st::yarn, POSENC_SCALING_YARN},
-                                                         {st::deepseek_yarn, POSENC_SCALING_DEEPSEEK_YARN},
-                                                         {st::llama3, POSENC_SCALING_LLAMA3},
-                                                         {st::longrope, POSENC_SCALING_LONGROPE}}};
-  for (const auto& t : types)
-    if (t.first == s.type) c->scaling = t.second;
-  if (s.type == st::dynamic_ntk && s.ntk_policy == posenc::dynamic_ntk_policy::fixed_at_max)
-    c->policy = POSENC_POLICY_FIXED_AT_MAX;
-  if (s.type == st::longrope) {
-    switch (s.long_policy) {
-      case posenc::longrope_policy::per_length: c->policy = POSENC_POLICY_PER_LENGTH; break;
-      case posenc::longrope_policy::past_original: c->policy = POSENC_POLICY_PAST_ORIGINAL; break;
-      case posenc::longrope_policy::always_short: c->policy = POSENC_POLICY_ALWAYS_SHORT; break;
-      case posenc::longrope_policy::always_long: c->policy = POSENC_POLICY_ALWAYS_LONG; break;
-    }
-  }
-  c->factor = s.factor;
-  c->original_max_positions = s.original_max_positions;
-  c->beta_fast = s.beta_fast;
-  c->beta_slow = s.beta_slow;
-  c->truncate = s.truncate ? 1 : 0;
-  c->mscale = s.mscale;
-  c->mscale_all_dim = s.mscale_all_dim;
-  c->attention_factor = s.attention_factor.value_or(0.0);
-  c->low_freq_factor = s.low_freq_factor;
-  c->high_freq_factor = s.high_freq_factor;
-  c->short_factor = s.short_factor.empty() ? nullptr : s.short_factor.data();
-  c->long_factor = s.long_factor.empty() ? nullptr : s.long_factor.data();
-  c->longrope_factor_count = static_cast<int64_t>(s.short_factor.size());
-  c->freq_factors = r.freq_factors.empty() ? nullptr : r.freq_factors.data();
-  c->freq_factor_count = static_cast<int64_t>(r.freq_factors.size());
-}
-
-}  // namespace
 
 posenc_status posenc_model_config_rope(const posenc_model_config* m, posenc_rope_config* c) {
   constexpr const char* fn = "model_config_rope";
@@ -666,20 +675,6 @@ posenc_status posenc_model_layers_read_gguf(const char* path, posenc_model_layer
 void posenc_model_layers_destroy(posenc_model_layers* m) { delete m; }
 int64_t posenc_model_layers_count(const posenc_model_layers* m) { return m ? m->plan.num_layers() : 0; }
 
-namespace {
-
-/// The layer `layer` of `m`, checked (null handle, range; NoPE when `need_rope`).
-status layer_of(const char* fn, const posenc_model_layers* m, int64_t layer, bool need_rope,
-                const posenc::layer_positional*& out) {
-  if (m == nullptr) return pd::fail(fn, "model is null");
-  POSENC_TRY(m->plan.check_layer(layer));
-  out = &m->plan.layers[static_cast<std::size_t>(layer)];
-  if (need_rope && !out->rope)
-    return pd::fail(fn, "layer ", layer, " of ", m->plan.model_type, " has no RoPE (a NoPE layer: q and k are not rotated)");
-  return {};
-}
-
-}  // namespace
 
 posenc_status posenc_model_layers_layer(const posenc_model_layers* m, int64_t layer, posenc_layer_info* info) {
   constexpr const char* fn = "model_layers_layer";

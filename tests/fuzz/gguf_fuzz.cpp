@@ -49,5 +49,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else if (r.message().empty() || r.code() == posenc::errc::io_error) {
     std::abort();
   }
+
+  // The per-layer plan: every layer's configuration must plan (NoPE layers carry the model's), windows are
+  // >= 0, sliding and chunked layers have one, and nothing is accepted that the RoPE reader rejected.
+  posenc::model_positional_plan model;
+  const posenc::status ms = posenc::try_parse_gguf_model_plan(data, size, model);
+  if (ms.ok()) {
+    if (!r.ok() || model.layers.empty()) std::abort();
+    for (const posenc::layer_positional& l : model.layers) {
+      if (l.window < 0 || ((l.attention != posenc::attention_kind::full) != (l.window > 0))) std::abort();
+      posenc::rope_plan plan;
+      if (!posenc::try_make_rope_plan(l.config, 1, plan).ok()) std::abort();
+    }
+  } else if (ms.message().empty() || ms.code() == posenc::errc::io_error) {
+    std::abort();
+  }
   return 0;
 }

@@ -174,7 +174,7 @@ inline status try_parse_gguf_model_plan(const void* data, std::size_t size, mode
 /// else the main base with the main scaling; Olmo 3: without scaling); NoPE layers (Llama 4, SmolLM3: every
 /// 4th; Cohere 2, EXAONE 4: the full layers); Llama 4's chunks of 8192 and its temperature on NoPE layers;
 /// Ministral 3's `<arch>.attention.temperature_scale` on every layer. Returns ok, or (out unchanged) every
-/// error of try_read_gguf_rope; invalid_file naming the key for block_count missing, a key of the wrong type,
+/// error of try_read_gguf_rope; invalid_file naming the key for block_count missing or past 512, a key of the wrong type,
 /// a pattern array of another length; invalid_argument for a key posenc does not read yet (per-layer head
 /// dims `attention.key_length_swa`, `rope.dimension_count_swa`, ...) and for sliding-window keys of an
 /// architecture without a per-layer rule.

@@ -8,6 +8,8 @@
 // (src/models/<arch>.cpp build) for NoPE layers and the temperature. Key names: src/llama-arch.cpp.
 #pragma once
 
+#include <cmath>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -114,9 +116,21 @@ inline status layers_from_metadata(const gguf_metadata& m, const gguf_rope_info&
   POSENC_TRY(k.count(a + "block_count", blocks));
   if (!blocks || *blocks == 0) return k.bad(a, "block_count is ", blocks ? "0" : "missing", " (the number of layers)");
   const index_t layers = *blocks;
+  // Every layer holds its own rope_config: bound what a file can make the reader copy (a real model's factor
+  // tensors are a few hundred bytes; llama.cpp itself stops at LLAMA_MAX_LAYERS = 512 layers).
+  if (layers > 512) return k.bad(a, "block_count=", layers, " exceeds 512 layers (llama.cpp's LLAMA_MAX_LAYERS)");
+  const rope_config& main = rope.config;
+  const std::size_t factor_bytes =
+      sizeof(double) * (main.freq_factors.size() + main.scaling.short_factor.size() + main.scaling.long_factor.size());
+  if (factor_bytes * static_cast<std::size_t>(layers) > (std::size_t{64} << 20))
+    return k.bad("the per-layer plans would copy ", factor_bytes, " bytes of RoPE factors into each of ", layers,
+                 " layers (more than 64 MiB)");
   POSENC_TRY(k.count(a + "attention.sliding_window", window_key));
   POSENC_TRY(k.number(a + "rope.freq_base_swa", base_swa));
   POSENC_TRY(k.number(a + "attention.temperature_scale", temp_scale));
+  if (base_swa && !(std::isfinite(*base_swa) && *base_swa > 1.0))
+    return k.bad(a, "rope.freq_base_swa=", *base_swa, " must be finite and > 1");
+  if (temp_scale && !std::isfinite(*temp_scale)) return k.bad(a, "attention.temperature_scale=", *temp_scale, " must be finite");
   const layer_rule* rule = find_layer_rule(rope.architecture);
   const std::string pattern_key = a + "attention.sliding_window_pattern";
 
