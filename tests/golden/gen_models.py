@@ -12,7 +12,8 @@ in mpmath at 40 digits, importing nothing from posenc:
                     Llama 4 (no_rope_layers default (i+1) % 4 != 0; chunked attention on RoPE layers; the
                     attention temperature 1 + attn_scale * ln(floor((p+1)/floor_scale) + 1) on q in NoPE
                     layers, Llama4TextAttention), SmolLM3 (no_rope_layers as Llama 4), GPT-OSS (layer_types),
-                    Qwen3 (use_sliding_window off: every layer full), ModernBERT (global every 3rd layer from 0
+                    Qwen3 and Qwen3-MoE (use_sliding_window off: every layer full;
+                    Qwen3-30B-A3B with its model card's YaRN factor 4), ModernBERT (global every 3rd layer from 0
                     with global_rope_theta, local window local_attention with local_rope_theta), GLM-4
                     (partial_rotary_factor 0.5, interleaved pairs: modeling_glm4.py rotate_half over x[0::2],
                     x[1::2]), Mistral 7B v0.1 (sliding_window on every layer), DeepSeek-V3 (the
@@ -171,6 +172,18 @@ def gpt_oss(name, config):
     sliding = [lt == 'sliding_attention' for lt in t['layer_types']]
     return case(name, config, L, [1] * L, [1 if s else 0 for s in sliding], [t['sliding_window'] if s else 0 for s in sliding],
                 [k] * L, plans)
+
+
+def yarn_uniform(name, config):
+    """One YaRN RoPE for all layers (HF _compute_yarn_parameters: beta_fast 32, beta_slow 1, truncated ramp,
+    magnitude 0.1 ln(factor) + 1), full attention everywhere (Qwen3-MoE with use_sliding_window false)."""
+    _, t = load(config)
+    L, R = t['num_hidden_layers'], head_dim(t)
+    rs = t['rope_scaling']
+    plans = Plans()
+    inv = yarn_inv_freq(mpf(t['rope_theta']), R, rs['factor'], rs['original_max_position_embeddings'], 32, 1, True)
+    k = plans.add(R, False, get_mscale(rs['factor']), inv)
+    return case(name, config, L, [1] * L, [0] * L, [0] * L, [k] * L, plans)
 
 
 def modernbert(name, config):
@@ -338,6 +351,7 @@ def main():
         smollm3('smollm3_3b', 'smollm3_3b.json'),
         gpt_oss('gpt_oss_20b', 'gpt_oss_20b.json'),
         uniform('qwen3_8b', 'qwen3_8b.json', lambda i, t: (0, 0)),
+        yarn_uniform('qwen3_30b_a3b_yarn', 'qwen3_30b_a3b_yarn.json'),
         modernbert('modernbert_base', 'modernbert_base.json'),
         uniform('glm4_9b', 'glm4_9b.json', lambda i, t: (0, 0), interleaved=True),
         uniform('mistral_7b_v01', 'mistral_7b_v01.json', lambda i, t: (1, t['sliding_window'])),
