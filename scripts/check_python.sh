@@ -4,7 +4,7 @@
 # pytest suite (the C++ golden files, zero-copy and error checks, PyTorch against the Hugging Face formula in
 # float64, the autograd Functions of posenc.torch by gradcheck, the drop-ins of posenc.torch.compat against
 # rotary-embedding-torch, zeta and torchscale), runs the tiny Hugging Face Llama example with transformers
-# 4.46.3 from PyPI (the last release that works with torch 1.13), and builds a wheel. Debian's python3 is named
+# 4.46.3 from PyPI (the last release that works with torch 1.13); the wheel is built first and installed. Debian's python3 is named
 # explicitly: the first python3 on PATH may be another interpreter without numpy.
 # Usage: bash scripts/check_python.sh [build-dir]
 set -euo pipefail
@@ -16,7 +16,10 @@ rm -rf "$build/venv"
 /usr/bin/python3 -m venv --system-site-packages "$build/venv"
 py="$build/venv/bin/python"
 # The kernels compile once in the module (POSENC_SEPARATE_COMPILATION); two jobs on two cores.
-CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$py" -m pip install --quiet ./python
+# One build of the extension: the wheel, then the package installed from it.
+rm -rf "$build/wheels"
+CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$py" -m pip wheel --quiet --no-deps ./python -w "$build/wheels"
+"$py" -m pip install --quiet "$build"/wheels/posenc-*.whl
 "$py" -c 'import posenc; print("check_python.sh: posenc", posenc.__version__, "kernels:", posenc.isa())'
 # The packages posenc.torch.compat replaces, pinned, installed as their users do but without dependencies (they
 # would pull a PyTorch from PyPI over Debian's): tests/test_torch_compat.py compares each drop-in with them.
@@ -41,5 +44,4 @@ grep -qE "^posenc == HF at short positions, closer to float64 past 100k$|^hf_lla
 tiny=$("$py" python/examples/train_tiny.py)
 echo "$tiny"
 grep -q "^posenc == rotary-embedding-torch in training, to float32 rounding$" <<<"$tiny"
-"$py" -m pip wheel --quiet --no-deps ./python -w "$build/wheels"
 echo "check_python.sh: ok in $((SECONDS - start)) s ($(ls "$build/wheels"))"
