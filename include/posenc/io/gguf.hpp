@@ -42,6 +42,16 @@ inline constexpr const char* metadata_fn = "read_gguf_metadata";
 inline constexpr const char* rope_fn = "read_gguf_rope";
 inline constexpr const char* model_fn = "read_gguf_model_plan";
 
+/// The model plan of a byte source: metadata, the RoPE mapping, then the per-layer keys.
+template <class Source>
+status model_from_source(Source& src, const gguf_options& options, const std::string& what, model_positional_plan& out) {
+  gguf_metadata m;
+  POSENC_TRY(parse_metadata(src, model_fn, what, m));
+  gguf_rope_info rope;
+  POSENC_TRY(rope_from_metadata(m, src, options, model_fn, what, rope));
+  return layers_from_metadata(m, rope, model_fn, what, out);
+}
+
 }  // namespace detail::gguf
 
 /// Parses the header, metadata and tensor directory of a GGUF image in memory (versions 2 and 3,
@@ -157,11 +167,7 @@ inline status try_parse_gguf_model_plan(const void* data, std::size_t size, mode
   using namespace detail::gguf;
   return detail::guard_alloc(model_fn, [&]() -> status {
     memory_source src{static_cast<const unsigned char*>(data), size};
-    gguf_metadata m;
-    POSENC_TRY(parse_metadata(src, model_fn, name, m));
-    gguf_rope_info rope;
-    POSENC_TRY(rope_from_metadata(m, src, options, model_fn, name, rope));
-    return layers_from_metadata(m, rope, model_fn, name, out);
+    return model_from_source(src, options, name, out);
   });
 }
 
@@ -192,11 +198,7 @@ inline status try_read_gguf_model_plan(const std::string& path, model_positional
     const std::string what = path_what(path);
     file_source src;
     POSENC_TRY(open_file(path, model_fn, what, src));
-    gguf_metadata m;
-    POSENC_TRY(parse_metadata(src, model_fn, what, m));
-    gguf_rope_info rope;
-    POSENC_TRY(rope_from_metadata(m, src, options, model_fn, what, rope));
-    return layers_from_metadata(m, rope, model_fn, what, out);
+    return model_from_source(src, options, what, out);
   });
 }
 
