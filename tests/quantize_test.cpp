@@ -362,6 +362,52 @@ TEST_P(RopeQuant, DynamicScalesEqualTheScalarAbsmaxWithNanAndTails) {
   }
 }
 
+TEST_P(RopeQuant, DynamicInt8RoundsTheFloatProductNotTheExactOne) {
+  // The code of x is Q(fl(x * inv)): the product rounded to float first, then to an integer. Rows whose scale is
+  // 1/127 (absmax 1) hold values x for which fl(x * inv) is a half-integer tie while x * inv itself is not: a
+  // kernel that fuses the product into its rounding (an FMA of x * inv + 1.5 * 2^23, which GCC contracts by
+  // default) rounds the exact product and lands one code off. Expected codes from the tie rule itself.
+  for (const index_t D : {index_t{128}, index_t{66}}) {
+    const float scale = 1.0f / 127.0f;  // math::int8_dynamic_scale(1.0f): absmax / 127
+    const float inv = 1.0f / scale;     // math::quant_inverse_scale
+    std::vector<float> ties;
+    for (int k = -127; k <= 125 && static_cast<index_t>(ties.size()) < D - 3; ++k) {
+      const float t = static_cast<float>(k) + 0.5f;
+      float x = t / inv;
+      for (int j = 0; j < 4; ++j) x = std::nextafter(x, -2.0f);
+      for (int j = 0; j < 8; ++j, x = std::nextafter(x, 2.0f)) {
+        const double exact = static_cast<double>(x) * static_cast<double>(inv);  // exact: 24 + 24 bits
+        if (static_cast<float>(exact) == t && exact != static_cast<double>(t) && std::fabs(x) < 1.0f &&
+            std::nearbyint(exact) != std::nearbyint(static_cast<double>(t))) {
+          ties.push_back(x);
+          break;
+        }
+      }
+    }
+    ASSERT_GE(ties.size(), 20u) << "D " << D;  // enough ties to make the check meaningful
+    // Feature 0 and 1 are the rotated pair (position 0: unchanged); feature 2 sets the absmax.
+    std::vector<float> x(static_cast<std::size_t>(D), 0.0f);
+    x[2] = 1.0f;
+    std::copy(ties.begin(), ties.end(), x.begin() + 3);
+    posenc::rope_config cfg;
+    cfg.head_dim = D;
+    cfg.rotary_dim = 2;
+    const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+    std::vector<std::int8_t> codes(x.size());
+    float sc = 0.0f;
+    posenc::apply_rope_quantized(plan, posenc::strided_view<const float, 4>(x.data(), {1, 1, 1, D}),
+                                 posenc::strided_view<std::int8_t, 4>(codes.data(), {1, 1, 1, D}),
+                                 posenc::strided_view<float, 3>(&sc, {1, 1, 1}), posenc::positions::offset(0),
+                                 posenc::quant_spec{});
+    ASSERT_EQ(sc, scale);
+    for (std::size_t i = 0; i < ties.size(); ++i) {
+      volatile float product = ties[i] * inv;  // stored: rounded to float, whatever the compiler contracts
+      ASSERT_EQ(codes[i + 3], static_cast<std::int8_t>(std::nearbyint(product)))
+          << "D " << D << ": x " << ties[i] << " * inv " << inv << " = " << product;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, RopeQuant, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 }  // namespace

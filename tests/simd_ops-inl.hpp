@@ -115,7 +115,8 @@ inline void bits_d(const std::uint64_t* a, const std::uint64_t* b, const std::ui
 }
 
 /// Bits of float lanes: 0 and, 1 or, 2 sub (uint32), 3 shr<20>(a), 4 shr<31>(a), 5 blend_sign(a, b, c),
-/// 6 set1_bits(a[i]); store_u8_bits(a) into bytes, and in fours of vectors into bytes4 (n a multiple of 4 widths).
+/// 6 set1_bits(a[i]), 7 nearest_int_bits(v) of v = int32(a) * 2^-12 (every 2^-12 step, ties included);
+/// store_u8_bits(a) into bytes, and in fours of vectors into bytes4 (n a multiple of 4 widths).
 inline void bits_f(const std::uint32_t* a, const std::uint32_t* b, const std::uint32_t* c, std::uint32_t* out,
                    std::uint8_t* bytes, std::uint8_t* bytes4, int n) {
   const DF d;
@@ -136,6 +137,9 @@ inline void bits_f(const std::uint32_t* a, const std::uint32_t* b, const std::ui
     }
     store(set1_bits(d, a[i]), r);
     for (int k = 0; k < WF; ++k) out[6 * n + i + k] = simd::bits_of(r[k]);
+    for (int k = 0; k < WF; ++k) x[k] = static_cast<float>(static_cast<std::int32_t>(a[i + k])) * 0x1p-12f;
+    store(nearest_int_bits(load(d, x)), r);
+    for (int k = 0; k < WF; ++k) out[7 * n + i + k] = simd::bits_of(r[k]);
     store_u8_bits(vx, bytes + i);
   }
   for (int i = 0; i < n; i += 4 * WF) {

@@ -431,7 +431,7 @@ TEST_P(SimdOps, BitsOfDoubleLanes) {
 
 TEST_P(SimdOps, BitsOfFloatLanes) {
   const int w = ops().width_f;
-  const int n = 4 * w;
+  const int n = std::max(4 * w, 16);  // a multiple of 4 widths, room for the ties below
   std::mt19937 gen(13);
   std::vector<std::uint32_t> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size()), out(8 * a.size());
   std::vector<std::uint8_t> bytes(a.size() + 16, 0xA5), bytes4(a.size() + 16, 0xA5);
@@ -441,6 +441,9 @@ TEST_P(SimdOps, BitsOfFloatLanes) {
   b[0] = 0x80000000u;
   a[1] = 0x00000001u;  // wrapping subtraction
   b[1] = 0x00000002u;
+  // nearest_int_bits of a * 2^-12: ties 0.5, 1.5, -0.5, -1.5, 2.5 go to the even neighbour
+  const std::uint32_t ties[] = {0x800u, 0x1800u, 0xFFFFF800u, 0xFFFFE800u, 0x2800u};
+  for (std::size_t t = 0; t < 5; ++t) a[2 + t] = ties[t];
   ops().bits_f(a.data(), b.data(), c.data(), out.data(), bytes.data(), bytes4.data(), n);
   for (int k = 0; k < n; ++k) {
     const auto i = static_cast<std::size_t>(k);
@@ -452,6 +455,8 @@ TEST_P(SimdOps, BitsOfFloatLanes) {
     EXPECT_EQ(at(4), a[i] >> 31);
     EXPECT_EQ(at(5), (a[i] >> 31) != 0 ? c[i] : b[i]);
     EXPECT_EQ(at(6), a[static_cast<std::size_t>(k / w * w)]);
+    const float v = static_cast<float>(static_cast<std::int32_t>(a[i])) * 0x1p-12f;
+    EXPECT_EQ(at(7), static_cast<std::uint32_t>(static_cast<std::int32_t>(std::nearbyint(v)))) << "nearest_int_bits of " << v;
     EXPECT_EQ(bytes[i], static_cast<std::uint8_t>(a[i])) << "store_u8_bits";
     EXPECT_EQ(bytes4[i], static_cast<std::uint8_t>(a[i])) << "store_u8_bits of four vectors";
   }

@@ -56,6 +56,15 @@ inline simde__m256 simde_mm512_cvtpd_ps(simde__m512d a) {
   for (int k = 0; k < 8; ++k) f[k] = static_cast<float>(d[k]);
   return posenc_simde::from_lanes<simde__m256>(f);
 }
+// vcvtps2dq: to the nearest integer by the current rounding mode (nearest even by default); the lanes here are
+// in range (posenc rounds only values it has clamped or bounded).
+inline simde__m512i simde_mm512_cvtps_epi32(simde__m512 a) {
+  float f[16];
+  std::int32_t w[16];
+  posenc_simde::to_lanes(a, f);
+  for (int k = 0; k < 16; ++k) w[k] = static_cast<std::int32_t>(std::nearbyint(f[k]));
+  return posenc_simde::from_lanes<simde__m512i>(w);
+}
 inline simde__m512i simde_mm512_cvtepu16_epi32(simde__m256i a) {
   std::uint16_t h[16];
   std::uint32_t w[16];

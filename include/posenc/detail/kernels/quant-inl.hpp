@@ -5,13 +5,15 @@
 // this inside each target's region and namespace). One kernel call walks every token: its heads rotated (K, by
 // the rope-inl.hpp rows) or widened (V) into float scratch rows, then each row quantised with vector ops. The
 // rules are detail/math/quant.hpp's; the vector forms below give the same code for every float (the tests
-// sweep them against the scalar functions), by float arithmetic that rounds to nearest even by itself:
-//   int8: clamp to [-128, 127], then v + 1.5 * 2^23 rounds v to an integer that sits in the low bits of the
-//         sum's pattern (|v| < 2^22), so its low byte is the two's-complement code.
+// sweep them against the scalar functions), by float operations that round to nearest even by themselves:
+//   int8: clamp to [-128, 127], then a conversion to the nearest integer (nearest_int_bits), whose low byte is
+//         the two's-complement code.
 //   fp8:  |v| rounded to the format's spacing u (2^(e - mantissa bits) for |v| in [2^e, 2^(e+1)), the
 //         subnormal spacing below the smallest normal) by (|v| + M) - M with M = 1.5 * 2^23 * u, whose own
 //         ulp is u; then saturated, and its float32 pattern shifted into the code (rebias by subtraction), or
-//         for subnormal codes the multiple of u itself (by the same integer trick as int8).
+//         for subnormal codes the multiple of u itself (r / u + 1.5 * 2^23, whose low bits hold it).
+//         Every product here is exact (a power of two times a constant), so a compiler that contracts
+//         a * b + c into an FMA (GCC does, across inlined functions) cannot change a code.
 // No intermediate is subnormal, so FTZ/DAZ modes do not change a code; x87 evaluation (FLT_EVAL_METHOD != 0)
 // would, and posenc's targets have none.
 
@@ -28,14 +30,16 @@ vec_of<D> nan_lanes(D d, vec_of<D> v) {
 /// int8 codes of v (already multiplied by the inverse scale) in the low byte of each lane: round half to even,
 /// saturated to [-128, 127], NaN -> 0 (math::quantize_int8). Clamping first gives the same code: every v past a
 /// bound rounds to it or beyond. Unchecked: for a row known finite with |v| <= 127.5 (its own dynamic scale,
-/// normal), where the rounding alone gives the code.
+/// normal), where the rounding alone gives the code. The rounding is a conversion (nearest_int_bits), not
+/// v + 1.5 * 2^23: GCC contracts x * inv + 1.5 * 2^23 into one FMA, which rounds the exact product instead of
+/// the float v (a code one off where v is a tie and x * inv is not: 56 in 25.6M random dynamic-int8 values).
 template <bool Checked, class D>
 vec_of<D> int8_codes(D d, vec_of<D> v) {
   if constexpr (Checked) {
     const auto c = min(max(v, set1(d, -128.0f)), set1(d, 127.0f));
     v = blend_sign(nan_lanes(d, v), c, set1(d, 0.0f));
   }
-  return add(v, set1(d, 12582912.0f));  // 1.5 * 2^23
+  return nearest_int_bits(v);
 }
 
 /// OFP8 codes of v with Man mantissa bits and exponent bias Bias (math::float_to_fp8<Man, Bias, MaxCode,

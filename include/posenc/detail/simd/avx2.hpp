@@ -230,6 +230,8 @@ inline vec<float, avx2> shr_bits(vec<float, avx2> a) {
 inline vec<float, avx2> blend_sign(vec<float, avx2> m, vec<float, avx2> a, vec<float, avx2> b) {
   return {_mm256_blendv_ps(a.v, b.v, m.v)};
 }
+// vcvtps2dq rounds by MXCSR: to nearest even in the default mode, which posenc's float rounding assumes throughout.
+inline vec<float, avx2> nearest_int_bits(vec<float, avx2> a) { return {_mm256_castsi256_ps(_mm256_cvtps_epi32(a.v))}; }
 // Masked to a byte, then two unsigned-saturating packs (plain narrowings) 32 -> 16 -> 8 bits.
 inline void store_u8_bits(vec<float, avx2> x, std::uint8_t* p) {
   const __m256i v = _mm256_and_si256(_mm256_castps_si256(x.v), _mm256_set1_epi32(0xff));

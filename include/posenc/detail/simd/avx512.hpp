@@ -236,6 +236,7 @@ inline vec<float, avx512> shr_bits(vec<float, avx512> a) {
 inline vec<float, avx512> blend_sign(vec<float, avx512> m, vec<float, avx512> a, vec<float, avx512> b) {
   return {_mm512_mask_blend_ps(_mm512_movepi32_mask(_mm512_castps_si512(m.v)), a.v, b.v)};
 }
+inline vec<float, avx512> nearest_int_bits(vec<float, avx512> a) { return {_mm512_castsi512_ps(_mm512_cvtps_epi32(a.v))}; }
 // The low byte of each lane, sign-extended so that the signed-saturating vpmovsdb keeps it (vpmovdb, which
 // truncates, is not in every SIMDe the emulated tests build with).
 inline void store_u8_bits(vec<float, avx512> x, std::uint8_t* p) {

@@ -205,6 +205,7 @@ inline vec<float, neon> shr_bits(vec<float, neon> a) {
 inline vec<float, neon> blend_sign(vec<float, neon> m, vec<float, neon> a, vec<float, neon> b) {
   return {vbslq_f32(vcltzq_s32(vreinterpretq_s32_f32(m.v)), b.v, a.v)};
 }
+inline vec<float, neon> nearest_int_bits(vec<float, neon> a) { return {vreinterpretq_f32_s32(vcvtnq_s32_f32(a.v))}; }
 // Two narrowings 32 -> 16 -> 8 bits keep the low byte of each lane.
 inline void store_u8_bits(vec<float, neon> x, std::uint8_t* p) {
   const uint16x4_t h = vmovn_u32(vreinterpretq_u32_f32(x.v));

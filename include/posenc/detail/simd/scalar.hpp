@@ -20,6 +20,10 @@
 
 #include "posenc/config.hpp"
 
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
+
 POSENC_BEGIN_NAMESPACE
 namespace detail::simd {
 
@@ -209,6 +213,17 @@ inline vec<float, one<I>> shr_bits(vec<float, one<I>> a) {
 template <class I>
 inline vec<float, one<I>> blend_sign(vec<float, one<I>> m, vec<float, one<I>> a, vec<float, one<I>> b) {
   return (bits_of(m.v) >> 31) != 0 ? b : a;
+}
+// cvtss2si on x86-64 (baseline SSE2: rounds by MXCSR, as the vector targets' conversions), where std::nearbyint
+// is a libm call below SSE4.1; elsewhere nearbyint (one instruction on AArch64).
+template <class I>
+inline vec<float, one<I>> nearest_int_bits(vec<float, one<I>> a) {
+#if defined(__SSE2__) || defined(_M_X64)
+  const std::int32_t r = _mm_cvtss_si32(_mm_set_ss(a.v));
+#else
+  const auto r = static_cast<std::int32_t>(std::nearbyint(a.v));
+#endif
+  return {float_of(static_cast<std::uint32_t>(r))};
 }
 template <class I>
 inline void store_u8_bits(vec<float, one<I>> x, std::uint8_t* p) { *p = static_cast<std::uint8_t>(bits_of(x.v)); }

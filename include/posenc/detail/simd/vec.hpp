@@ -39,6 +39,9 @@
 //   set1_bits(lanes<float, I>, uint32) -> V
 //   and_bits(V, V), or_bits(V, V), sub_bits(V, V) (uint32 subtract, wrapping), shr_bits<N>(V) (logical)
 //   blend_sign(m, a, b)                          as for double lanes
+//   nearest_int_bits(V)                          each lane rounded to the nearest integer, ties to even, as
+//                                                its int32 pattern (|v| < 2^31); a conversion instruction, so
+//                                                no compiler can fuse the product it rounds into an FMA
 //   store_u8_bits(V, uint8*)                     the low 8 bits of each lane (width bytes)
 //   store_u8_bits(a, b, c, d, uint8*)            the same for four vectors, 4 * width bytes in that order
 // Every target Isa also has its one-lane vectors `vec<A, one<Isa>>` (`lanes<A, tail<Isa>>`, scalar.hpp) for its
