@@ -22,7 +22,7 @@ void BM_StreamFmaBaseline(benchmark::State& state) {
 void BM_StreamFmaBaselineThreads(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0) * state.range(1) * state.range(2) * state.range(3));
   const auto threads = static_cast<std::size_t>(state.range(4));
-  std::vector<float> x(n, 1.0f);
+  posenc_bench::buffer<float> x(n, 1.0f);
   posenc_bench::run_paired(state, n * sizeof(float), [&] {
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t)
@@ -37,7 +37,7 @@ void BM_StreamFmaBaselineThreads(benchmark::State& state) {
 template <class T>
 void BM_StreamFma16(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0) * state.range(1) * state.range(2) * state.range(3));
-  std::vector<T> x(n, T{0x3c00});  // 1.0 in fp16; a small positive number in bf16
+  posenc_bench::buffer<T> x(n, T{0x3c00});  // 1.0 in fp16; a small positive number in bf16
   posenc_bench::run_paired(state, n * sizeof(T), [&] {
     posenc_bench::plain::stream_fma(x.data(), static_cast<posenc_bench::plain::index_t>(n), 0.999f, 0.001f);
     benchmark::DoNotOptimize(x.data());

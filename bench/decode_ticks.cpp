@@ -1,6 +1,6 @@
 // posenc: transformer positional encodings. SPDX-License-Identifier: Apache-2.0
 //
-// Where a one-token decode call's time goes (issue 20, bench/README.md "What limits each miss"): min-of-N times
+// Where a one-token decode call's time goes (issue 20, bench/README.md "What limits each miss"): min and median
 // of the whole public call, of the kernel alone (the detail:: driver the call reaches after its checks) and of
 // the plain loop (plain.hpp), calls interleaved so that all see the same machine state. The data stay in L1/L2 (no stream between calls): this isolates per-call costs, which
 // Google Benchmark's paired batches (rope_bench.cpp) mix with cache refills. Units: TSC ticks on x86-64,
@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "baseline.hpp"
 #include "plain.hpp"
 #include "posenc/kv_cache.hpp"
 #include "posenc/posenc.hpp"
@@ -36,14 +37,21 @@ namespace dt = posenc::detail;
 namespace plain = posenc_bench::plain;
 
 struct timer {
+  explicit timer(const char* n) : name(n) {}
   const char* name;
-  std::uint64_t best = ~std::uint64_t{0};
+  std::vector<std::uint64_t> times;
   template <class F>
   void run(F&& f) {
     const std::uint64_t t0 = now();
     f();
     const std::uint64_t t1 = now();
-    best = std::min(best, t1 - t0);
+    times.push_back(t1 - t0);
+  }
+  /// The q-quantile of the times (0: the minimum).
+  std::uint64_t quantile(double q) {
+    const auto k = static_cast<std::size_t>(q * static_cast<double>(times.size() - 1));
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(k), times.end());
+    return times[k];
   }
 };
 
@@ -56,8 +64,8 @@ int main(int argc, char** argv) {
   cfg.head_dim = d;
   cfg.base = 500000.0;
   const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), 8192);
-  std::vector<float> qkv(static_cast<std::size_t>(row), 0.5f);
-  std::vector<plain::f16> kc(static_cast<std::size_t>(blocks * bs * hk * d)), vc(kc.size());
+  posenc_bench::buffer<float> qkv(static_cast<std::size_t>(row), 0.5f);
+  posenc_bench::buffer<plain::f16> kc(static_cast<std::size_t>(blocks * bs * hk * d)), vc(kc.size());
   const std::int64_t slot[1] = {37 * bs + 5};
   const posenc::strided_view<float, 4> q(qkv.data(), {1, 1, hq, d}, {row, row, d, 1});
   const posenc::strided_view<const float, 4> k(qkv.data() + hq * d, {1, 1, hk, d}, {row, row, d, 1});
@@ -76,24 +84,35 @@ int main(int argc, char** argv) {
   timer a_call{"rope_qk_append_kv 32 q + 8 kv heads into fp16 paged caches: whole call"};
   timer a_kernel{"  kernel only (run_append after the checks)"};
   timer a_plain{"  plain loop"};
+  timer kv_call{"rope_append_kv 8 kv heads into fp16 paged caches: whole call"};
+  timer kv_kernel{"  kernel only (run_append after the checks)"};
+  timer kv_plain{"  plain loop"};
   const auto tq = dt::make_target(q, q);
-  const auto tk = dt::make_cache_target(k, kcv);
-  const auto tv = dt::make_cache_target(v, vcv);
-  const auto map = dt::token_map::paged(slot, 1, bs);
+  auto tk = dt::make_cache_target(k, kcv);
+  auto tv = dt::make_cache_target(v, vcv);
+  tk.map = tv.map = dt::token_map::paged(slot, 1, bs);
   for (long r = 0; r < rounds; ++r) {
     q_call.run([&] { posenc::apply_rope(cache, q, pos); });
     q_kernel.run([&] { dt::run_rope(cache, pos, 1.0, std::array<dt::rope_io<float, float>, 1>{tq}); });
     q_plain.run([&] { plain::rope_half_split(qkv.data(), 1, hq, d, row, cos, sin, p0); });
     a_call.run([&] { posenc::rope_qk_append_kv(cache, q, k, v, kcv, vcv, pos, slots); });
-    a_kernel.run([&] { dt::run_append(cache, &tq, tk, tv, pos, map); });
+    a_kernel.run([&] { dt::run_append(cache, &tq, tk, tv, pos); });
     a_plain.run([&] {
       plain::rope_half_split(qkv.data(), 1, hq, d, row, cos, sin, p0);
       plain::rope_append_kv(qkv.data() + hq * d, qkv.data() + (hq + hk) * d, 1, hk, d, row, kc.data(), vc.data(), slot, cos,
                             sin, p0);
     });
+    kv_call.run([&] { posenc::rope_append_kv(cache, k, v, kcv, vcv, pos, slots); });
+    kv_kernel.run([&] { dt::run_append(cache, static_cast<const dt::rope_io<float, float>*>(nullptr), tk, tv, pos); });
+    kv_plain.run([&] {
+      plain::rope_append_kv(qkv.data() + hq * d, qkv.data() + (hq + hk) * d, 1, hk, d, row, kc.data(), vc.data(), slot, cos,
+                            sin, p0);
+    });
   }
-  std::printf("min of %ld interleaved rounds, %s, on %s\n", rounds, POSENC_TICKS_UNIT, posenc::isa_name(posenc::active_isa()));
-  for (const timer* t : {&q_call, &q_kernel, &q_plain, &a_call, &a_kernel, &a_plain})
-    std::printf("%-78s %8llu\n", t->name, static_cast<unsigned long long>(t->best));
+  std::printf("%ld interleaved rounds, %s, on %s%*s %8s %8s\n", rounds, POSENC_TICKS_UNIT, posenc::isa_name(posenc::active_isa()),
+              30, "", "min", "median");
+  for (timer* t : {&q_call, &q_kernel, &q_plain, &a_call, &a_kernel, &a_plain, &kv_call, &kv_kernel, &kv_plain})
+    std::printf("%-78s %8llu %8llu\n", t->name, static_cast<unsigned long long>(t->quantile(0.0)),
+                static_cast<unsigned long long>(t->quantile(0.5)));
   return 0;
 }

@@ -151,7 +151,7 @@ void BM_T5Bias(benchmark::State& state) {
   const index_t h = state.range(0), lq = state.range(1), lk = state.range(2);
   posenc::t5_relative_bias<float> rel(h, {true, 32, 128});
   rel.init_normal(5);
-  std::vector<float> bias(static_cast<std::size_t>(h * lq * lk));
+  posenc_bench::buffer<float> bias(static_cast<std::size_t>(h * lq * lk));
   posenc::strided_view<float, 3> v(bias.data(), {h, lq, lk});
   posenc_bench::run_paired(state, bias.size() * sizeof(float), [&] {
     rel.forward(v, 0);
@@ -162,7 +162,7 @@ void BM_T5Bias(benchmark::State& state) {
 void BM_ConvertRopeLayout(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
   const auto in = posenc_bench::random_values(static_cast<std::size_t>(n * l * h * d));
-  std::vector<float> out(in.size());
+  posenc_bench::buffer<float> out(in.size());
   posenc::strided_view<const float, 4> vi(in.data(), {n, l, h, d});
   posenc::strided_view<float, 4> vo(out.data(), {n, l, h, d});
   posenc_bench::run_paired(

@@ -100,7 +100,7 @@ void BM_RopeIntoCache(benchmark::State& state) {
   const auto plan = bench_plan(posenc::rope_style::half_split, d);
   const posenc::rope_cache<float> cache(plan, l + kP0);
   const auto in = posenc_bench::random_values<float>(static_cast<std::size_t>(n * l * h * d));
-  std::vector<T> out(in.size());
+  posenc_bench::buffer<T> out(in.size());
   posenc::strided_view<const float, 4> vi(in.data(), {n, l, h, d});
   posenc::strided_view<T, 4> vo(out.data(), {n, l, h, d});
   posenc_bench::run_paired(
@@ -155,7 +155,7 @@ void BM_RopeQkAppendKvDecode(benchmark::State& state) {
   const auto plan = bench_plan(posenc::rope_style::half_split);
   const posenc::rope_cache<float> cache(plan, 8192);
   auto qkv = posenc_bench::random_values<float>(static_cast<std::size_t>(row));
-  std::vector<T> kc(static_cast<std::size_t>(blocks * bs * hk * d)), vc(kc.size());
+  posenc_bench::buffer<T> kc(static_cast<std::size_t>(blocks * bs * hk * d)), vc(kc.size());
   const std::int64_t slot[1] = {37 * bs + 5};
   const posenc::strided_view<float, 4> q(qkv.data(), {1, 1, hq, d}, {row, row, d, 1});
   const posenc::strided_view<const float, 4> k(qkv.data() + hq * d, {1, 1, hk, d}, {row, row, d, 1});
@@ -279,7 +279,7 @@ void BM_RopeNaiveEigen(benchmark::State& state) {
 struct append_setup {
   static constexpr index_t hq = 32, hk = 8, d = 128, row = (hq + 2 * hk) * d, bs = 16;
   index_t n, l, blocks;
-  std::vector<float> qkv;
+  posenc_bench::buffer<float> qkv;
   std::vector<std::int64_t> slots;
   posenc::strided_view<const float, 4> k, v;
   explicit append_setup(index_t n_, index_t l_)
@@ -311,7 +311,7 @@ void BM_RopeAppendKvPaged(benchmark::State& state) {
   const index_t n = a.n, l = a.l, hk = a.hk, d = a.d, bs = a.bs;
   const auto plan = bench_plan(posenc::rope_style::half_split, d);
   const posenc::rope_cache<float> cache(plan, l + kP0);
-  std::vector<T> kc(a.cache_elems()), vc(kc.size()), tmp(static_cast<std::size_t>(n * l * hk * d));
+  posenc_bench::buffer<T> kc(a.cache_elems()), vc(kc.size()), tmp(static_cast<std::size_t>(n * l * hk * d));
   const posenc::strided_view<T, 4> kcv(kc.data(), {a.blocks, bs, hk, d}), vcv(vc.data(), {a.blocks, bs, hk, d});
   const auto slot_map = posenc::kv_slots::paged(a.slots.data(), n, l);
   const auto fused = [&] {
@@ -348,8 +348,8 @@ void BM_RopeAppendKvPagedInt8(benchmark::State& state) {
   const append_setup a(state.range(0), state.range(1));
   const index_t n = a.n, l = a.l, hk = a.hk, d = a.d, bs = a.bs;
   const posenc::rope_cache<float> cache(bench_plan(posenc::rope_style::half_split, d), l + kP0);
-  std::vector<std::int8_t> kc(a.cache_elems()), vc(kc.size());
-  std::vector<float> ks(static_cast<std::size_t>(a.blocks * bs * hk)), vs(ks.size());
+  posenc_bench::buffer<std::int8_t> kc(a.cache_elems()), vc(kc.size());
+  posenc_bench::buffer<float> ks(static_cast<std::size_t>(a.blocks * bs * hk)), vs(ks.size());
   posenc_bench::run_paired(
       state, a.bytes(1),
       [&] {
@@ -374,7 +374,7 @@ void BM_RopeAppendKvPagedFp8(benchmark::State& state) {
   const append_setup a(state.range(0), state.range(1));
   const index_t n = a.n, l = a.l, hk = a.hk, d = a.d, bs = a.bs;
   const posenc::rope_cache<float> cache(bench_plan(posenc::rope_style::half_split, d), l + kP0);
-  std::vector<std::uint8_t> kc(a.cache_elems()), vc(kc.size());
+  posenc_bench::buffer<std::uint8_t> kc(a.cache_elems()), vc(kc.size());
   const float k_scale = 0.01f, v_scale = 0.02f;
   posenc::quant_spec ks, vs;
   ks.format = vs.format = posenc::quant_format::fp8_e4m3;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <posenc/detail/check.hpp>
 #include <posenc/posenc.hpp>
 
 #include "test_util.hpp"
@@ -101,6 +102,76 @@ TEST(ExtremeSizes, OverflowingViewsRejectedBeforeAnything) {
   const posenc::status c = posenc::try_apply_rope(plan, bytes_overflow, posenc::positions::offset(0));
   EXPECT_NE(std::string(c.message()).find("more than 2^63 - 1 bytes"), std::string::npos) << c.message();
   EXPECT_TRUE(all_marked(buf));
+}
+
+// The one-pass probe the decode checks use (detail::probe_view) against the rules computed exactly in 128-bit
+// integers: it never clears an invalid view, clears every valid view whose extents and strides are below 2^31
+// and whose count and byte span are below 2^62 (the rest go to check_view's rule-by-rule pass, which this test
+// also holds to the rules), and its byte range is the view's. Views at the boundaries: extents and strides 0, 1, 2^31 - 1, 2^31, 2^62, negative.
+TEST(ExtremeSizes, ViewProbeAgreesWithTheExactRules) {
+#if defined(__SIZEOF_INT128__)
+  __extension__ typedef __int128 i128;  // NOLINT(modernize-use-using): __extension__ keeps -Wpedantic quiet
+  const index_t values[] = {0, 1, 2, 3, 7, 8, 64, (index_t{1} << 31) - 1, index_t{1} << 31, index_t{1} << 40,
+                            (index_t{1} << 62) - 1, index_t{1} << 62, std::numeric_limits<index_t>::max(), -1};
+  constexpr std::size_t nv = sizeof(values) / sizeof(values[0]);
+  std::vector<double> buf(8);
+  std::uint64_t state = 12345;
+  const auto pick = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return values[(state >> 33) % nv];
+  };
+  int cleared = 0, exact = 0;
+  for (int trial = 0; trial < 200000; ++trial) {
+    std::array<index_t, 4> e{}, st{};
+    for (std::size_t d = 0; d < 4; ++d) {
+      e[d] = pick();
+      st[d] = pick();
+    }
+    const bool output = trial % 2 == 0;
+    const double* data = trial % 97 == 0 ? nullptr : buf.data();
+    const posenc::strided_view<const double, 4> v(data, e, st);
+    // The rules, exactly.
+    bool valid = true, empty = false, repeats = false, small = true;
+    i128 count = 1, span = 1;
+    for (std::size_t d = 0; d < 4; ++d) {
+      valid = valid && e[d] >= 0 && st[d] >= 0;
+      empty = empty || e[d] == 0;
+      repeats = repeats || (st[d] == 0 && e[d] > 1);
+      small = small && e[d] >= 0 && st[d] >= 0 && e[d] < (index_t{1} << 31) && st[d] < (index_t{1} << 31);
+    }
+    if (valid) {
+      for (std::size_t d = 0; d < 4; ++d) {
+        count = count > (i128{1} << 64) ? count : count * e[d];  // saturates well above 2^63 once past it
+        span += i128{e[d] > 0 ? e[d] - 1 : 0} * st[d];
+      }
+      if (output && repeats && !empty) valid = false;
+      if (!empty) {
+        const i128 limit = i128{std::numeric_limits<index_t>::max()};
+        valid = valid && data != nullptr && count <= limit && span <= limit && span * 8 <= limit;
+      }
+    }
+    const auto probe = posenc::detail::probe_view(v, output);
+    ASSERT_FALSE(probe.ok && !valid) << "cleared an invalid view, trial " << trial;
+    // Extents and strides below 2^31, and an element count and byte span below 2^62: the probe decides alone.
+    if (small && valid && count < (i128{1} << 62) && span * 8 < (i128{1} << 62)) {
+      ASSERT_TRUE(probe.ok) << "trial " << trial;
+    }
+    const bool checked = posenc::detail::check_view("f", "v", v, output).ok();
+    ASSERT_EQ(checked, valid) << "check_view disagrees with the rules, trial " << trial;
+    if (probe.ok) {
+      ++cleared;
+      const std::size_t bytes = empty ? 0 : static_cast<std::size_t>(span) * sizeof(double);
+      ASSERT_EQ(probe.lo, reinterpret_cast<const char*>(data));
+      ASSERT_EQ(static_cast<std::size_t>(probe.hi - probe.lo), bytes) << "trial " << trial;
+    }
+    exact += valid && !probe.ok;
+  }
+  // Both paths are taken (the sets above make each common).
+  EXPECT_GT(cleared, 1000);
+  EXPECT_GT(exact, 100);
+#else
+  GTEST_SKIP() << "needs a 128-bit integer type for the exact rules";
+#endif
 }
 
 // Tables whose size overflows are rejected before any allocation, with a message (a size that fits the

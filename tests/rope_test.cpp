@@ -589,6 +589,20 @@ TEST(RopeViews, EmptyLengthIsNoOp) {
 
 // ------------------------------------------------------------------------------------------ cache
 
+// The tables are 64-byte aligned (a row of 64 floats is whole cache lines; vector loads of a malloc'd table
+// crossed a line every other load), float and double, a copy included.
+TEST(RopeCache, TablesAreCacheLineAligned) {
+  const auto plan = posenc::make_rope_plan(make_cfg(128, 0, 0, rope_style::half_split, posenc::rope_scaling{}));
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; };
+  const posenc::rope_cache<float> f(plan, 8192);
+  const posenc::rope_cache<double> d(plan, 3);
+  const posenc::rope_cache<float> copy = f;
+  for (const void* p : {static_cast<const void*>(f.cos_data()), static_cast<const void*>(f.sin_data()),
+                        static_cast<const void*>(d.cos_data()), static_cast<const void*>(d.sin_data()),
+                        static_cast<const void*>(copy.cos_data()), static_cast<const void*>(copy.sin_data())})
+    EXPECT_TRUE(aligned(p)) << p;
+}
+
 TEST(RopeCache, DoubleCacheEqualsPlan) {
   constexpr index_t N = 2, L = 8, H = 3, D = 32;
   const std::array<index_t, 4> shape{N, L, H, D};

@@ -66,14 +66,17 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define POSENC_NOINLINE __attribute__((noinline))
+#define POSENC_ALWAYS_INLINE inline __attribute__((always_inline))
 #define POSENC_COLD __attribute__((cold))
 #define POSENC_RESTRICT __restrict__
 #elif defined(_MSC_VER)
 #define POSENC_NOINLINE __declspec(noinline)
+#define POSENC_ALWAYS_INLINE __forceinline
 #define POSENC_COLD
 #define POSENC_RESTRICT __restrict
 #else
 #define POSENC_NOINLINE
+#define POSENC_ALWAYS_INLINE inline
 #define POSENC_COLD
 #define POSENC_RESTRICT
 #endif

@@ -217,21 +217,21 @@ status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
 }
 
 /// Rotates q in place (when not null), k into its cache slots and v into theirs (checked by check_append and
-/// the caller): one fused pass per token when q, k and v share a storage type and so do the two caches (a fused
-/// QKV buffer into one cache type) and q and k rotate in one arithmetic type, else a pass each.
+/// the caller; k.map and v.map set from it): one fused pass per token when q, k and v share a storage type and
+/// so do the two caches (a fused QKV buffer into one cache type) and q and k rotate in one arithmetic type, else
+/// a pass each. Everything by reference down to the kernel: copies of the views were ~15% of a one-token append.
 template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
-void run_append(const F& freq, const rope_io<Q, Q>* q, rope_io<KIn, KOut> k, rope_io<VIn, VOut> v, const positions& pos,
-                const token_map& map) {
-  k.map = map;
-  v.map = map;
+void run_append(const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& k, const rope_io<VIn, VOut>& v,
+                const positions& pos) {
   using I = canonical_of_t<KIn>;
   using O = canonical_of_t<KOut>;
   using S = decltype(source_of(freq));
   if constexpr (std::is_same_v<I, canonical_of_t<Q>> && std::is_same_v<I, canonical_of_t<VIn>> &&
                 std::is_same_v<O, canonical_of_t<VOut>> && std::is_same_v<rope_acc_t<S, I, O>, rope_acc_t<S, I, I>>) {
     const rope_geometry g = geom_of(freq);
-    const rope_io<I, I> cq = q != nullptr ? canonical(*q) : rope_io<I, I>{};
-    run_append_rows(source_of(freq), pos, g.style, g.rotary_offset, g.pairs(), cq, k, v);
+    // No q: an empty one, zeroed once (not per call: a zeroed rope_io on the stack is a `rep stos`).
+    static const rope_io<Q, Q> none{};
+    run_append_rows(source_of(freq), pos, g.style, g.rotary_offset, g.pairs(), q != nullptr ? *q : none, k, v);
   } else {
     if (q != nullptr) run_rope(freq, pos, 1.0, std::array<rope_io<Q, Q>, 1>{*q});
     run_rope(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
@@ -258,13 +258,13 @@ void run_append(const F& freq, const rope_io<Q, Q>* q, rope_io<KIn, KOut> k, rop
 template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
                           const kv_slots& slots) noexcept {
-  const auto tk = detail::make_cache_target(k, k_cache);
-  const auto tv = detail::make_cache_target(v, v_cache);
-  detail::token_map map;
+  auto tk = detail::make_cache_target(k, k_cache);
+  auto tv = detail::make_cache_target(v, v_cache);
   index_t max_pos = -1;
-  POSENC_TRY(detail::check_append("rope_append_kv", freq, tk, tv, pos, slots, map, max_pos));
+  POSENC_TRY(detail::check_append("rope_append_kv", freq, tk, tv, pos, slots, tk.map, max_pos));
+  tv.map = tk.map;
   using KI = std::remove_const_t<typename decltype(tk.in)::element_type>;
-  if (max_pos >= 0) detail::run_append(freq, static_cast<const detail::rope_io<KI, KI>*>(nullptr), tk, tv, pos, map);
+  if (max_pos >= 0) detail::run_append(freq, static_cast<const detail::rope_io<KI, KI>*>(nullptr), tk, tv, pos);
   return {};
 }
 template <class F, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
@@ -278,13 +278,13 @@ template <class F, class Q, class K, class V, class KC, class VC, class = std::e
 status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, VC&& v_cache, const positions& pos,
                              const kv_slots& slots) noexcept {
   const auto tq = detail::make_target(q, q);
-  const auto tk = detail::make_cache_target(k, k_cache);
-  const auto tv = detail::make_cache_target(v, v_cache);
-  detail::token_map map;
+  auto tk = detail::make_cache_target(k, k_cache);
+  auto tv = detail::make_cache_target(v, v_cache);
   index_t max_pos = -1;
-  POSENC_TRY(detail::check_append("rope_qk_append_kv", freq, &tq, tk, tv, pos, slots, map, max_pos));
+  POSENC_TRY(detail::check_append("rope_qk_append_kv", freq, &tq, tk, tv, pos, slots, tk.map, max_pos));
   if (max_pos < 0) return {};
-  detail::run_append(freq, &tq, tk, tv, pos, map);
+  tv.map = tk.map;
+  detail::run_append(freq, &tq, tk, tv, pos);
   return {};
 }
 template <class F, class Q, class K, class V, class KC, class VC, class = std::enable_if_t<detail::is_rope_freq_v<F>>>

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "posenc/config.hpp"
+#include "posenc/detail/aligned_vector.hpp"
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/rope_checks.hpp"
 #include "posenc/detail/kernels/entries.hpp"
@@ -93,8 +94,8 @@ class rope_cache {
 
   rope_plan plan_;
   index_t max_positions_ = 0;
-  std::vector<C> cos_;
-  std::vector<C> sin_;
+  detail::aligned_vector<C> cos_;  // 64-byte aligned rows (a row of 64 floats is then whole cache lines)
+  detail::aligned_vector<C> sin_;
 };
 
 

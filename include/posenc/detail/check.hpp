@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "posenc/config.hpp"
 #include "posenc/detail/throw.hpp"
@@ -41,9 +42,12 @@ inline bool add_overflows(index_t a, index_t b, index_t& r) noexcept {
 
 /// A view's validity as check_view decides it and its byte range [lo, hi) (lo == hi when empty or invalid),
 /// formed in one pass without early exits or a status: a decode call checks five views and the overlaps of
-/// seven pairs of them, and most calls are valid. The sizes are estimated in double (relative error below
-/// 2^-50), against 2^62: a view this clears fits int64 with room to spare, and one near the limit goes to
-/// check_view's exact rule-by-rule pass (so may a valid one, which that pass then accepts).
+/// seven pairs of them, and most calls are valid. Decided in integers without dependency chains when every
+/// extent and stride is below 2^31 (then each (e - 1) * s is below 2^62 and their sum fits 64 bits unsigned):
+/// the sum of those products, two products of extent pairs, and one overflow-checked product. A view with a
+/// larger extent or stride is "not ok" here and goes to check_view's exact rule-by-rule pass, which accepts it
+/// when valid. (The double estimates this replaced were a chain of eight conversions and multiplies per view:
+/// the probes were a sixth of a one-token KV append.)
 struct view_probe {
   bool ok;
   const char* lo;
@@ -52,26 +56,41 @@ struct view_probe {
   bool overlaps(const view_probe& o) const noexcept { return lo < o.hi && o.lo < hi; }
 };
 
-template <class T, std::size_t R>
-view_probe probe_view(const strided_view<T, R>& v, bool output) {
-  index_t any = 0;  // the sign bit of any extent or stride
-  bool empty = false, repeats = false;
-  double count = 1.0, span = 1.0;
-  std::uint64_t reach = 0;  // wraps only for views that are not ok, whose range is not used
-  for (std::size_t d = 0; d < R; ++d) {
-    const index_t e = v.extent(d), s = v.stride(d);
-    any |= e | s;
-    empty = empty || e == 0;
-    repeats = repeats || (s == 0 && e > 1);
-    count *= static_cast<double>(e);
-    span += static_cast<double>(e - 1) * static_cast<double>(s);
-    reach += static_cast<std::uint64_t>(e - 1) * static_cast<std::uint64_t>(s);
+template <class T, std::size_t R, std::size_t... D>
+POSENC_ALWAYS_INLINE view_probe probe_view_of(const strided_view<T, R>& v, bool output, std::index_sequence<D...>) {
+  // Straight-line over the dimensions (a loop kept its partial products on the stack), no dependency chains.
+  // Extents and strides below 2^31 (2^28 past rank 4, whose reach sums more products) keep every product and
+  // the sum below 2^64.
+  constexpr std::uint64_t limit = std::uint64_t{1} << (R <= 4 ? 31 : 28);
+  const auto u = [](index_t x) { return static_cast<std::uint64_t>(x); };
+  const index_t e[R] = {v.extent(D)...};
+  const index_t s[R] = {v.stride(D)...};
+  const bool small = ((u(e[D]) | u(s[D])) | ...) < limit;  // and none negative
+  const std::uint64_t reach = ((u(e[D] - 1) * u(s[D])) + ...);  // the last element's offset (wraps when empty)
+  const bool repeats = ((s[D] == 0 && e[D] > 1) || ...);
+  index_t count = 0;
+  bool count_overflows = false;
+  if constexpr (R <= 4) {
+    // The extents' products two by two (below 2^62 when small), then one overflow-checked product.
+    const std::uint64_t lo_dims = ((D < 2 ? u(e[D]) : 1) * ...), hi_dims = ((D < 2 ? 1 : u(e[D])) * ...);
+    count_overflows = small && mul_overflows(static_cast<index_t>(lo_dims), static_cast<index_t>(hi_dims), count);
+  } else {
+    count = 1;
+    for (std::size_t d = 0; d < R; ++d) count_overflows = mul_overflows(count, e[d] < 0 ? 0 : e[d], count) || count_overflows;
   }
+  const bool empty = count == 0 && !count_overflows;
   const auto* lo = reinterpret_cast<const char*>(v.data());
-  const bool ok = any >= 0 && !(output && repeats && !empty) &&
-                  (empty || (lo != nullptr && count < 0x1p62 && span * static_cast<double>(sizeof(T)) < 0x1p62));
+  // count and span below 2^62 (as check_view's exact rules need: a view that clears this fits index_t).
+  const bool ok = small && !(output && repeats && !empty) &&
+                  (empty || (lo != nullptr && !count_overflows && count < (index_t{1} << 62) &&
+                             reach < (std::uint64_t{1} << 62) / sizeof(T)));
   const std::size_t bytes = ok && !empty ? static_cast<std::size_t>(reach + 1) * sizeof(T) : 0;
   return {ok, lo, lo + bytes};
+}
+
+template <class T, std::size_t R>
+POSENC_ALWAYS_INLINE view_probe probe_view(const strided_view<T, R>& v, bool output) {
+  return probe_view_of(v, output, std::make_index_sequence<R>{});
 }
 
 /// Whether check_view accepts `v` (probe_view's verdict).

@@ -55,10 +55,15 @@ auto canonical(const strided_view<T, R>& v) {
   return strided_view<C, R>(canonical_ptr(v.data()), v.extents(), v.strides());
 }
 template <class In, class Out>
-auto canonical(const rope_io<In, Out>& t) {
-  using I = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(t.in.data()))>>;
-  using O = std::remove_pointer_t<decltype(canonical_ptr(t.out.data()))>;
-  return rope_io<I, O>{canonical(t.in), canonical(t.out), t.map};
+decltype(auto) canonical(const rope_io<In, Out>& t) {
+  if constexpr (std::is_same_v<canonical_of_t<In>, In> && std::is_same_v<canonical_of_t<Out>, Out>) {
+    return (t);  // already canonical: the caller's views themselves (copies of three rope_io were ~15% of a
+                 // one-token KV append, their stores read back before they retired)
+  } else {
+    using I = std::remove_const_t<std::remove_pointer_t<decltype(canonical_ptr(t.in.data()))>>;
+    using O = std::remove_pointer_t<decltype(canonical_ptr(t.out.data()))>;
+    return rope_io<I, O>{canonical(t.in), canonical(t.out), t.map};
+  }
 }
 template <class In, class Out, std::size_t K>
 decltype(auto) canonical(const std::array<rope_io<In, Out>, K>& a) {
