@@ -140,9 +140,13 @@ TEST(ExtremeSizes, ViewProbeAgreesWithTheExactRules) {
       small = small && e[d] >= 0 && st[d] >= 0 && e[d] < (index_t{1} << 31) && st[d] < (index_t{1} << 31);
     }
     if (valid) {
+      // Each factor is below 2^63: a count kept once it passes 2^63 (invalid from there on) and each span term
+      // capped at 2^120 keep every value far inside 128 bits.
+      const i128 cap = i128{1} << 120;
       for (std::size_t d = 0; d < 4; ++d) {
-        count = count > (i128{1} << 64) ? count : count * e[d];  // saturates well above 2^63 once past it
-        span += i128{e[d] > 0 ? e[d] - 1 : 0} * st[d];
+        count = count > (i128{1} << 63) ? count : count * e[d];
+        const i128 term = i128{e[d] > 0 ? e[d] - 1 : 0} * st[d];
+        span += term < cap ? term : cap;
       }
       if (output && repeats && !empty) valid = false;
       if (!empty) {
