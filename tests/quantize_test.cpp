@@ -314,10 +314,12 @@ TEST_P(RopeQuant, DynamicScalesEqualTheScalarAbsmaxWithNanAndTails) {
   // Rows whose absmax sits in the vector body, in the tail, or behind a NaN (ignored); an infinity; all zeros;
   // values so small that the scale is subnormal, and so large that their sum would overflow (the kernel's
   // unchecked path for finite rows must step aside for the NaN, the infinity and the subnormal scale, and hold
-  // for the large finite row); at head dims that are and are not multiples of every width. Codes against the
+  // for the large finite row); a row of NaN only (scale 0), an infinity in the first vector (scale inf, inv 0)
+  // and a NaN beside a large finite absmax (the unchecked path's NaN lane); 11 heads, so that the kernel's batches of
+  // scales end inside a token; at head dims that are and are not multiples of every width. Codes against the
   // scalar rules with the stored scale.
   for (const index_t D : {index_t{2}, index_t{6}, index_t{24}, index_t{66}, index_t{128}}) {
-    const index_t H = 8;
+    const index_t H = 11;
     std::vector<float> x(static_cast<std::size_t>(H * D));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i)) * static_cast<float>(1 + i % 7);
     const auto row = [&](index_t h) { return x.begin() + h * D; };
@@ -328,6 +330,10 @@ TEST_P(RopeQuant, DynamicScalesEqualTheScalarAbsmaxWithNanAndTails) {
     x[static_cast<std::size_t>(5 * D + D - 1)] = std::numeric_limits<float>::infinity();
     std::transform(row(6), row(7), row(6), [](float v) { return v * 1e-38f; });  // scale subnormal
     std::transform(row(7), row(8), row(7), [](float v) { return v * 4e37f; });   // their sum overflows
+    std::fill(row(8), row(9), std::numeric_limits<float>::quiet_NaN());         // NaN only: scale 0
+    x[static_cast<std::size_t>(9 * D)] = -std::numeric_limits<float>::infinity();  // first vector: scale inf
+    x[static_cast<std::size_t>(10 * D + D - 1)] = std::numeric_limits<float>::quiet_NaN();  // beside 90
+    x[static_cast<std::size_t>(10 * D)] = 90.0f;
     posenc::rope_config cfg;
     cfg.head_dim = D;
     const posenc::rope_plan plan = posenc::make_rope_plan(cfg);

@@ -16,8 +16,8 @@ constexpr int WD = simd::vec<double, isa_tag>::width;
 
 /// out[op][k], k < n (n a multiple of the width): 0 add, 1 sub, 2 mul, 3 div, 4 fma(a, b, c), 5 fnma(a, b, c),
 /// 6 min, 7 max, 8 set1(a[0]), 9 zip_lo, 10 zip_hi, 11 unzip_even, 12 unzip_odd, 13 pair_swap,
-/// 14 sign_alternate, 15 load_dup_pairs(a) (13-15 only where width >= 2). D: this target's vectors, or its
-/// one-lane tail (simd::tail<isa_tag>), which must round as the vectors do.
+/// 14 sign_alternate, 15 load_dup_pairs(a) (13-15 only where width >= 2), 16 reduce_max(a * b) in every lane.
+/// D: this target's vectors, or its one-lane tail (simd::tail<isa_tag>), which must round as the vectors do.
 template <class A, class D = simd::lanes<A, isa_tag>>
 void arith(const A* a, const A* b, const A* c, A* out, int n) {
   const D d;
@@ -42,6 +42,7 @@ void arith(const A* a, const A* b, const A* c, A* out, int n) {
       store(sign_alternate(x), out + 14 * n + i);
       store(load_dup_pairs(d, a + i / 2), out + 15 * n + i);
     }
+    store(set1(d, reduce_max(mul(x, y))), out + 16 * n + i);
   }
 }
 inline void arith_f(const float* a, const float* b, const float* c, float* out, int n) { arith(a, b, c, out, n); }

@@ -216,7 +216,7 @@ class SimdOps : public IsaOnlyTest {
 template <class A>
 void check_arith(int w, void (*fn)(const A*, const A*, const A*, A*, int)) {
   const int n = 4 * w;
-  std::vector<A> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size()), out(16 * a.size());
+  std::vector<A> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size()), out(17 * a.size());
   for (int k = 0; k < n; ++k) {
     a[static_cast<std::size_t>(k)] = static_cast<A>(k) + A(0.5);
     b[static_cast<std::size_t>(k)] = A(2) - static_cast<A>(k) * A(0.75);
@@ -261,6 +261,9 @@ void check_arith(int w, void (*fn)(const A*, const A*, const A*, A*, int)) {
       EXPECT_EQ(bits_of(at(14, k)), bits_of(k % 2 == 0 ? -a[i] : a[i])) << "sign_alternate";
       EXPECT_EQ(at(15, k), a[static_cast<std::size_t>(base / 2 + j / 2)]) << "load_dup_pairs";
     }
+    A m = a[static_cast<std::size_t>(base)] * b[static_cast<std::size_t>(base)];  // a * b peaks at lane 1, inside
+    for (int t = 1; t < w; ++t) m = std::max(m, a[static_cast<std::size_t>(base + t)] * b[static_cast<std::size_t>(base + t)]);
+    EXPECT_EQ(at(16, k), m) << "reduce_max";
   }
   // min/max pass the second operand on NaN (the bound-first convention of the kernels), whichever is the NaN,
   // on every ISA (NEON's FMIN/FMAX would return the NaN).
@@ -531,7 +534,7 @@ void check_tail_matches_body(int w, void (*body)(const A*, const A*, const A*, A
   const int n = 64 * w;
   std::mt19937_64 gen(11);
   std::uniform_real_distribution<double> u(-4.0, 4.0);
-  std::vector<A> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size()), ob(16 * a.size()), ot(16 * a.size());
+  std::vector<A> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size()), ob(17 * a.size()), ot(17 * a.size());
   for (std::size_t k = 0; k < a.size(); ++k) {
     a[k] = static_cast<A>(u(gen));
     b[k] = static_cast<A>(u(gen));

@@ -29,8 +29,8 @@ vec_of<D> nan_lanes(D d, vec_of<D> v) {
 
 /// int8 codes of v (already multiplied by the inverse scale) in the low byte of each lane: round half to even,
 /// saturated to [-128, 127], NaN -> 0 (math::quantize_int8). Clamping first gives the same code: every v past a
-/// bound rounds to it or beyond. Unchecked: for a row known finite with |v| <= 127.5 (its own dynamic scale,
-/// normal), where the rounding alone gives the code. The rounding is a conversion (nearest_int_bits), not
+/// bound rounds to it or beyond. Unchecked: for lanes with |v| <= 127.5 or NaN (a row by its own dynamic scale,
+/// unless that is subnormal), where the rounding alone gives the code (a NaN's pattern has the low byte 0). The rounding is a conversion (nearest_int_bits), not
 /// v + 1.5 * 2^23: GCC contracts x * inv + 1.5 * 2^23 into one FMA, which rounds the exact product instead of
 /// the float v (a code one off where v is a tie and x * inv is not: 56 in 25.6M random dynamic-int8 values).
 template <bool Checked, class D>
@@ -98,44 +98,27 @@ inline void quantize_row(quant_format fmt, bool checked, const float* x, index_t
 }
 
 template <class D>
-index_t absmax_body(D d, const float* x, index_t n, float& m, bool& finite) {
+index_t absmax_body(D d, const float* x, index_t n, float& m) {
   constexpr index_t W = vec_of<D>::width;
   if (n < 2 * W) return 0;
-  // Two chains of each, so that a row's pass is bound by its loads rather than by a max's latency. A NaN lane
-  // keeps the max (the bound-second rule) and sets the sign bit of `nan`; an infinity becomes the max.
+  // Two chains, so that a row's pass is bound by its loads rather than by a max's latency. max passes its
+  // second operand where either is NaN: a NaN lane never enters the maxima, an infinity does.
   const auto abs_mask = set1_bits(d, 0x7fffffffu);
   auto m0 = set1(d, 0.0f), m1 = m0;
-  auto nan0 = set1_bits(d, 0u), nan1 = nan0;
   index_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
-    const auto v0 = load(d, x + i), v1 = load(d, x + i + W);
-    m0 = max(and_bits(v0, abs_mask), m0);
-    m1 = max(and_bits(v1, abs_mask), m1);
-    nan0 = or_bits(nan0, nan_lanes(d, v0));
-    nan1 = or_bits(nan1, nan_lanes(d, v1));
+    m0 = max(and_bits(load(d, x + i), abs_mask), m0);
+    m1 = max(and_bits(load(d, x + i + W), abs_mask), m1);
   }
-  alignas(64) float lanes[64];
-  alignas(64) float nans[64];
-  store(max(m0, m1), lanes);
-  store(or_bits(nan0, nan1), nans);
-  for (index_t k = 0; k < W; ++k) {
-    m = lanes[k] > m ? lanes[k] : m;
-    finite = finite && !std::signbit(nans[k]);
-  }
-  finite = finite && m <= std::numeric_limits<float>::max();
+  m = reduce_max(max(m0, m1));
   return i;
 }
 
-/// max |x[e]| over e < n, NaN ignored (math::int8_dynamic_scale's absmax); `finite` cleared when some x[e] is
-/// not finite.
-inline float absmax(const float* x, index_t n, bool& finite) {
+/// max |x[e]| over e < n, NaN ignored (math::int8_dynamic_scale's absmax; 0 when every x[e] is NaN).
+inline float absmax(const float* x, index_t n) {
   float m = 0.0f;
-  finite = true;
-  index_t e = absmax_body(simd::lanes<float, isa_tag>{}, x, n, m, finite);
-  for (; e < n; ++e) {
-    m = std::fabs(x[e]) > m ? std::fabs(x[e]) : m;
-    finite = finite && std::isfinite(x[e]);
-  }
+  index_t e = absmax_body(simd::lanes<float, isa_tag>{}, x, n, m);
+  for (; e < n; ++e) m = std::fabs(x[e]) > m ? std::fabs(x[e]) : m;
   return m;
 }
 
@@ -168,23 +151,36 @@ void quant_token(Rows* rows, const quant_leg<In>& g, index_t p, index_t n, index
       if (!direct)
         for (index_t h = 0; h < hn; ++h) copy_span(x + h * g.in.stride(2), g.in.stride(3), scratch + h * dim, index_t{1}, dim);
     }
-    for (index_t h = 0; h < hn; ++h) {
-      const float* r = scratch + h * dim;
+    const auto row = [&](index_t h) -> const float* {
       if constexpr (std::is_same_v<In, float>) {
-        if (direct) r = x + h * g.in.stride(2);
+        if (direct) return x + h * g.in.stride(2);
       }
-      float scale = 0.0f;
-      bool checked = true;
-      if (q.scales == nullptr) {
-        bool finite = true;
-        scale = math::int8_dynamic_scale(absmax(r, dim, finite));
-        q.scale_out[o0 * q.scale_out_stride[0] + o1 * q.scale_out_stride[1] + (h0 + h) * q.scale_out_stride[2]] = scale;
-        // |x * inv| <= 127 (1 + 2^-22) when the scale is normal; a subnormal one lost the precision that needs.
-        checked = !(finite && (scale == 0.0f || scale >= std::numeric_limits<float>::min()));
-      } else {
-        scale = q.scales[(h0 + h) * q.scale_stride];
+      return scratch + h * dim;
+    };
+    // The scales of a batch of heads first, then their codes: each dynamic scale is two divisions on its
+    // absmax (absmax / 127, then 1 / scale), whose latency a row's codes would otherwise wait for.
+    constexpr index_t batch = 8;
+    for (index_t h1 = 0; h1 < hn; h1 += batch) {
+      const index_t hb = batch < hn - h1 ? batch : hn - h1;
+      float inv[batch] = {};
+      bool checked[batch] = {};
+      for (index_t h = 0; h < hb; ++h) {
+        float scale = 0.0f;
+        checked[h] = true;
+        if (q.scales == nullptr) {
+          scale = math::int8_dynamic_scale(absmax(row(h1 + h), dim));
+          q.scale_out[o0 * q.scale_out_stride[0] + o1 * q.scale_out_stride[1] + (h0 + h1 + h) * q.scale_out_stride[2]] = scale;
+          // Only a subnormal scale needs the clamp. A normal one bounds |x * inv| by 127 (1 + 2^-22); an infinite
+          // or zero one gives inv = 0, and x * 0 is 0 or (for an infinity) NaN; a NaN lane converts to a
+          // pattern whose low byte is the code 0 (nearest_int_bits), the NaN rule of math::quantize_int8.
+          checked[h] = scale != 0.0f && scale < std::numeric_limits<float>::min();
+        } else {
+          scale = q.scales[(h0 + h1 + h) * q.scale_stride];
+        }
+        inv[h] = math::quant_inverse_scale(scale);
       }
-      quantize_row(q.format, checked, r, dim, math::quant_inverse_scale(scale), &g.out(o0, o1, h0 + h, 0), g.out.stride(3));
+      for (index_t h = 0; h < hb; ++h)
+        quantize_row(q.format, checked[h], row(h1 + h), dim, inv[h], &g.out(o0, o1, h0 + h1 + h, 0), g.out.stride(3));
     }
   }
 }

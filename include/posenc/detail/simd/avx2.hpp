@@ -155,6 +155,16 @@ inline vec<float, avx2> min(vec<float, avx2> a, vec<float, avx2> b) { return {_m
 inline vec<double, avx2> min(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_min_pd(a.v, b.v)}; }
 inline vec<float, avx2> max(vec<float, avx2> a, vec<float, avx2> b) { return {_mm256_max_ps(a.v, b.v)}; }
 inline vec<double, avx2> max(vec<double, avx2> a, vec<double, avx2> b) { return {_mm256_max_pd(a.v, b.v)}; }
+// Halves, then quarters, then pairs: three maxima, no trip through memory.
+inline float reduce_max(vec<float, avx2> a) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+inline double reduce_max(vec<double, avx2> a) {
+  const __m128d m = _mm_max_pd(_mm256_castpd256_pd128(a.v), _mm256_extractf128_pd(a.v, 1));
+  return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
+}
 
 // ---- pairs and layout ------------------------------------------------------------------------------------
 

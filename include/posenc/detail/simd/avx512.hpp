@@ -156,6 +156,18 @@ inline vec<float, avx512> min(vec<float, avx512> a, vec<float, avx512> b) { retu
 inline vec<double, avx512> min(vec<double, avx512> a, vec<double, avx512> b) { return {_mm512_min_pd(a.v, b.v)}; }
 inline vec<float, avx512> max(vec<float, avx512> a, vec<float, avx512> b) { return {_mm512_max_ps(a.v, b.v)}; }
 inline vec<double, avx512> max(vec<double, avx512> a, vec<double, avx512> b) { return {_mm512_max_pd(a.v, b.v)}; }
+// Halves down to one lane, as avx2.hpp's (the _mm512_reduce_max_* sequences are compiler-specific helpers).
+inline float reduce_max(vec<float, avx512> a) {
+  const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a.v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a.v), 1)));
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+inline double reduce_max(vec<double, avx512> a) {
+  const __m256d h = _mm256_max_pd(_mm512_castpd512_pd256(a.v), _mm512_extractf64x4_pd(a.v, 1));
+  const __m128d m = _mm_max_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
+  return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
+}
 
 // ---- pairs and layout ------------------------------------------------------------------------------------
 

@@ -142,6 +142,8 @@ inline vec<float, neon> min(vec<float, neon> a, vec<float, neon> b) { return {vb
 inline vec<double, neon> min(vec<double, neon> a, vec<double, neon> b) { return {vbslq_f64(vcltq_f64(a.v, b.v), a.v, b.v)}; }
 inline vec<float, neon> max(vec<float, neon> a, vec<float, neon> b) { return {vbslq_f32(vcgtq_f32(a.v, b.v), a.v, b.v)}; }
 inline vec<double, neon> max(vec<double, neon> a, vec<double, neon> b) { return {vbslq_f64(vcgtq_f64(a.v, b.v), a.v, b.v)}; }
+inline float reduce_max(vec<float, neon> a) { return vmaxvq_f32(a.v); }
+inline double reduce_max(vec<double, neon> a) { return vmaxvq_f64(a.v); }
 
 // ---- pairs and layout ------------------------------------------------------------------------------------
 

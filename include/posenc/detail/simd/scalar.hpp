@@ -125,6 +125,10 @@ template <class A, class I>
 inline vec<A, one<I>> max(vec<A, one<I>> a, vec<A, one<I>> b) {
   return {a.v > b.v ? a.v : b.v};
 }
+template <class A, class I>
+inline A reduce_max(vec<A, one<I>> a) {
+  return a.v;
+}
 
 // ---- pairs and layout (one lane: zip and unzip are the identity pairing) -----------------------------------
 
@@ -221,7 +225,7 @@ inline vec<float, one<I>> nearest_int_bits(vec<float, one<I>> a) {
 #if defined(__SSE2__) || defined(_M_X64)
   const std::int32_t r = _mm_cvtss_si32(_mm_set_ss(a.v));
 #else
-  const auto r = static_cast<std::int32_t>(std::nearbyint(a.v));
+  const auto r = a.v == a.v ? static_cast<std::int32_t>(std::nearbyint(a.v)) : 0;  // NaN: 0, as NEON's FCVTNS
 #endif
   return {float_of(static_cast<std::uint32_t>(r))};
 }

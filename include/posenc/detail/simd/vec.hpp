@@ -26,6 +26,8 @@
 //   fma(a, b, c) = a*b + c, fnma(a, b, c) = c - a*b   fused, one rounding (scalar: two roundings, see there)
 //   min(a, b), max(a, b)                         b where either is NaN (x86 minpd's rule: pass the bound first;
 //                                                NEON: a compare and select, since vminq/vmaxq return the NaN)
+//   reduce_max(V) -> A                           the largest lane, for lanes that hold no NaN (which lane wins
+//                                                a NaN is unspecified); -0 and +0 compare equal
 //   -- pairs and layout --
 //   pair_swap(V)                                 x1 x0 x3 x2 ...        (width >= 2: not in scalar.hpp)
 //   sign_alternate(V)                            -x0 x1 -x2 x3 ...      (width >= 2: not in scalar.hpp)
@@ -41,7 +43,9 @@
 //   blend_sign(m, a, b)                          as for double lanes
 //   nearest_int_bits(V)                          each lane rounded to the nearest integer, ties to even, as
 //                                                its int32 pattern (|v| < 2^31); a conversion instruction, so
-//                                                no compiler can fuse the product it rounds into an FMA
+//                                                no compiler can fuse the product it rounds into an FMA;
+//                                                a NaN lane gives a pattern whose low byte is 0 (x86's
+//                                                0x80000000, NEON's and the portable scalar's 0)
 //   store_u8_bits(V, uint8*)                     the low 8 bits of each lane (width bytes)
 //   store_u8_bits(a, b, c, d, uint8*)            the same for four vectors, 4 * width bytes in that order
 // Every target Isa also has its one-lane vectors `vec<A, one<Isa>>` (`lanes<A, tail<Isa>>`, scalar.hpp) for its
