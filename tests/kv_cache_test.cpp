@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -141,6 +142,83 @@ TEST_P(KvCache, FusedEqualsUnfusedContiguousBf16PartialRotary) {
         ASSERT_EQ(bits(kcv(n, t, 0, e)), bits(k_want)) << "k n " << n << " t " << t << " e " << e;
         ASSERT_EQ(bits(vcv(n, t, 0, e)), bits(v_want)) << "v n " << n << " t " << t << " e " << e;
       }
+}
+
+// V goes into its cache head by head beside K's rotation (the kernels' per-head epilogue) or after all of K
+// (bfloat16 caches): every V layout must arrive whole and exact. Float, half and bfloat16 caches from float
+// rows, half rows into a half cache (a bit copy), a head dim of 320 (two chunks of pairs: V goes with the
+// first), a V head dim other than K's, V rows with a feature stride of 2, and a K head of 40 whose last pairs
+// take the tail path; each with q rotated in place (rope_qk_append_kv) against the same formula.
+TEST_P(KvCache, VArrivesWholeInEveryLayout) {
+  const auto run = [](auto cache_zero, auto in_zero, index_t D, index_t Dv, index_t v_stride, bool inter) {
+    using C = decltype(cache_zero);
+    using I = decltype(in_zero);
+    const index_t N = 2, L = 3, Hq = 3, Hk = 2, bs = 4, blocks = 2;
+    SCOPED_TRACE(testing::Message() << "D " << D << " Dv " << Dv << " v stride " << v_stride << (inter ? " interleaved" : ""));
+    std::mt19937 g(7);
+    std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+    const index_t row = Hq * D + Hk * D + Hk * Dv * v_stride;
+    std::vector<I> buf(static_cast<std::size_t>(N * L * row));
+    for (auto& v : buf) v = I(u(g));
+    const posenc::strided_view<I, 4> q(buf.data(), {N, L, Hq, D}, {L * row, row, D, 1});
+    const posenc::strided_view<I, 4> k(buf.data() + Hq * D, {N, L, Hk, D}, {L * row, row, D, 1});
+    const posenc::strided_view<I, 4> v(buf.data() + (Hq + Hk) * D, {N, L, Hk, Dv}, {L * row, row, Dv * v_stride, v_stride});
+    const std::vector<I> before = buf;
+    posenc::rope_config cfg;
+    cfg.head_dim = D;
+    cfg.style = inter ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+    const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), 64);
+    std::vector<C> kc(static_cast<std::size_t>(blocks * bs * Hk * D)), vc(static_cast<std::size_t>(blocks * bs * Hk * Dv));
+    posenc::strided_view<C, 4> kcv(kc.data(), {blocks, bs, Hk, D}), vcv(vc.data(), {blocks, bs, Hk, Dv});
+    const std::vector<std::int64_t> slots = {7, 0, 5, 2, 3, 6};
+    const std::vector<std::int64_t> lens = {4, 9};
+    ASSERT_TRUE(posenc::try_rope_qk_append_kv(cache, q, k, v, kcv, vcv, posenc::positions::per_sequence(lens.data(), N),
+                                              posenc::kv_slots::paged(slots.data(), N, L))
+                    .ok());
+    const auto at = [&](index_t n, index_t l, index_t off) {
+      return static_cast<float>(before[static_cast<std::size_t>(n * L * row + l * row + off)]);
+    };
+    const double tol = std::is_same_v<C, float> && std::is_same_v<I, float> ? 0x1p-21 : 0x1p-7;
+    for (index_t n = 0; n < N; ++n)
+      for (index_t l = 0; l < L; ++l) {
+        const std::int64_t s = slots[static_cast<std::size_t>(n * L + l)];
+        const index_t p = lens[static_cast<std::size_t>(n)] + l;
+        for (index_t h = 0; h < Hk; ++h) {
+          for (index_t e = 0; e < Dv; ++e)  // V: one rounding of the input value, nothing else
+            ASSERT_EQ(static_cast<float>(vcv(s / bs, s % bs, h, e)),
+                      static_cast<float>(C(at(n, l, (Hq + Hk) * D + (h * Dv + e) * v_stride))))
+                << "v n " << n << " l " << l << " h " << h << " e " << e;
+          std::vector<float> kx(static_cast<std::size_t>(D));
+          for (index_t e = 0; e < D; ++e) kx[static_cast<std::size_t>(e)] = at(n, l, Hq * D + h * D + e);
+          const std::vector<ld> ref = rope_row(kx.data(), D, D, p, 10000.0, inter);
+          for (index_t e = 0; e < D; ++e) {
+            const double want = static_cast<double>(ref[static_cast<std::size_t>(e)]);
+            ASSERT_NEAR(static_cast<float>(kcv(s / bs, s % bs, h, e)), want, tol * (std::fabs(want) + 1)) << "k h " << h << " e " << e;
+          }
+        }
+        for (index_t h = 0; h < Hq; ++h) {
+          std::vector<float> qx(static_cast<std::size_t>(D));
+          for (index_t e = 0; e < D; ++e) qx[static_cast<std::size_t>(e)] = at(n, l, h * D + e);
+          const std::vector<ld> ref = rope_row(qx.data(), D, D, p, 10000.0, inter);
+          for (index_t e = 0; e < D; ++e) {
+            const double want = static_cast<double>(ref[static_cast<std::size_t>(e)]);
+            ASSERT_NEAR(static_cast<float>(q(n, l, h, e)), want, (std::is_same_v<I, float> ? 0x1p-21 : 0x1p-7) * (std::fabs(want) + 1))
+                << "q h " << h << " e " << e;
+          }
+        }
+      }
+  };
+  for (const bool inter : {false, true}) {
+    run(float{}, float{}, 64, 64, 1, inter);
+    run(float{}, float{}, 320, 320, 1, inter);  // two chunks of pairs
+    run(float{}, float{}, 40, 24, 2, inter);    // K's tail pairs, V narrower and strided
+    run(Eigen::half{}, float{}, 64, 48, 1, inter);
+    run(Eigen::half{}, float{}, 320, 320, 2, inter);
+    run(Eigen::bfloat16{}, float{}, 64, 64, 1, inter);
+    run(Eigen::bfloat16{}, float{}, 40, 24, 2, inter);
+    run(Eigen::half{}, Eigen::half{}, 64, 64, 1, inter);  // a bit copy of V
+    run(Eigen::half{}, Eigen::half{}, 320, 40, 2, inter);
+  }
 }
 
 TEST_P(KvCache, RejectedCallsWriteNothing) {

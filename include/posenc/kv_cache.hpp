@@ -90,8 +90,7 @@ auto make_cache_target(In&& in, Cache&& cache) {
   static_assert(!std::is_const_v<O>, "posenc: the KV cache must be writable");
   static_assert(simd::is_storage_v<I> && (simd::is_storage_v<O> || Codes),
                 "posenc: tensors of float, double or a 16-bit storage type (posenc/storage.hpp)");
-  // Canonical storage types, as make_target's.
-  return rope_io<canonical_of_t<I>, canonical_of_t<O>>{canonical(strided_view<const I, 4>(vi)), canonical(vc), token_map{}};
+  return canonical_io(strided_view<const I, 4>(vi), vc);
 }
 
 /// Checks the slots against the new tokens (N, L) and the cache's first two extents; returns the map.

@@ -270,7 +270,7 @@ auto make_target(In&& in, Out&& out) {
                 "posenc: tensors of float, double or a 16-bit storage type (posenc/storage.hpp)");
   // Canonical storage types from the start (Eigen::half -> f16_storage, ...): the kernels' entries then take
   // the views by reference; converting them there copied each (a tenth of a one-token call).
-  return rope_io<canonical_of_t<I>, canonical_of_t<O>>{canonical(strided_view<const I, 4>(vi)), canonical(vo)};
+  return canonical_io(strided_view<const I, 4>(vi), vo);
 }
 
 template <class T>

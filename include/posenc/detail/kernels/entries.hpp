@@ -65,6 +65,12 @@ decltype(auto) canonical(const rope_io<In, Out>& t) {
     return rope_io<I, O>{canonical(t.in), canonical(t.out), t.map};
   }
 }
+/// The rope_io of an input and an output view in canonical storage types, no token map: how the entries
+/// (make_target, make_cache_target) build their targets, so that the kernels take them by reference.
+template <class I, class O>
+rope_io<canonical_of_t<I>, canonical_of_t<O>> canonical_io(const strided_view<const I, 4>& in, const strided_view<O, 4>& out) {
+  return {canonical(in), canonical(out), token_map{}};
+}
 template <class In, class Out, std::size_t K>
 decltype(auto) canonical(const std::array<rope_io<In, Out>, K>& a) {
   if constexpr (std::is_same_v<canonical_of_t<In>, In> && std::is_same_v<canonical_of_t<Out>, Out>) {

@@ -15,6 +15,13 @@ namespace POSENC_TARGET_NS {
 
 // ---- the rows of one token -------------------------------------------------------------------------------
 
+/// The rotation kernels call each(h) once per head h of a call, after its row (the KV-cache append copies V's
+/// head h there: K and V head by head, as the plain loop, measured ~10% faster from DRAM than all of K and then
+/// all of V, and a call per head cost more than that). The default does nothing.
+struct no_epilogue {
+  void operator()(index_t) const noexcept {}
+};
+
 /// One token's `heads` rows of half-split pairs (a_i, b_i) = (x[i], x[i + half]) for i < n, at head strides hi,
 /// ho, feature stride 1. Heads outer and pairs inner, as the plain loop an engine writes: each row is two
 /// forward streams (its halves) that the prefetchers follow, the row pointers advance by the head stride (no
@@ -25,9 +32,10 @@ namespace POSENC_TARGET_NS {
 /// a time: two heads would be eight streams, and measured ~10% slower from DRAM (Zen 3, 4096 tokens into an fp16
 /// cache). Every step loads all it reads before it stores (its elements are disjoint from the rest), so in
 /// place is safe. Returns the pairs done (n rounded down to W); the caller finishes the rows' tails.
-template <bool Inverse, class D, class In, class Out>
+template <bool Inverse, class D, class In, class Out, class Each>
 index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t half, index_t n,
-                        const typename D::lane_type* cos, const typename D::lane_type* sin, bool pair_heads) {
+                        const typename D::lane_type* cos, const typename D::lane_type* sin, bool pair_heads,
+                        const Each& each) {
   constexpr index_t W = vec_of<D>::width;
   using V = vec_of<D>;
   const auto first = [](V a, V b, V c, V s) { return Inverse ? fma(b, s, mul(a, c)) : fnma(b, s, mul(a, c)); };
@@ -63,12 +71,15 @@ index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, ind
         rotate1(in, out, i, c, s);
         rotate1(in + hi, out + ho, i, c, s);
       }
+      each(h);
+      each(h + 1);
     }
   }
   for (; h < heads; ++h, in += hi, out += ho) {
     for (index_t i = 0; i < n2; i += 2 * W)
       rotate2(in, out, i, load(d, cos + i), load(d, sin + i), load(d, cos + i + W), load(d, sin + i + W));
     for (index_t i = n2; i + W <= n && (step == W || one_more); i += W) rotate1(in, out, i, load(d, cos + i), load(d, sin + i));
+    each(h);
   }
   return n - n % W;
 }
@@ -78,9 +89,9 @@ index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, ind
 /// signs flipped) formed once per token by rope_dup_pairs, so a vector costs one in-lane shuffle and no
 /// deinterleave. The products are those of a c - b s and b c + a s (negating sin is exact). Width >= 2.
 /// Returns the pairs done.
-template <class D, class In, class Out>
+template <class D, class In, class Out, class Each>
 index_t rope_interleaved(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t n,
-                         const typename D::lane_type* cd, const typename D::lane_type* sd) {
+                         const typename D::lane_type* cd, const typename D::lane_type* sd, const Each& each) {
   constexpr index_t W = vec_of<D>::width;
   const index_t m = 2 * n;  // elements of the window
   const auto rotate = [&](vec_of<D> x, index_t i, Out* y) {
@@ -95,6 +106,7 @@ index_t rope_interleaved(D d, const In* in, index_t hi, Out* out, index_t ho, in
       rotate(x1, i + W, out + i + W);
     }
     if (i + W <= m) rotate(load(d, in + i), i, out + i);
+    each(h);
   }
   return (m - m % W) / 2;
 }
@@ -150,34 +162,41 @@ void rope_pairs(rope_style style, const In* in, index_t si, Out* out, index_t so
 /// Pairs [b, e) of one token's `heads` rows (window starts in, out; head strides hi, ho; feature strides si,
 /// so), cos/sin indexed from b; cd/sd (interleaved, contiguous rows of arithmetic-type cos/sin) from
 /// rope_dup_pairs. Contiguous rows take the vector bodies, the rest (tails, strided rows, a double table under
-/// float arithmetic) rope_pairs, row by row.
-template <class A, class In, class Out, class C>
+/// float arithmetic) rope_pairs, row by row. each(h) once per head (no_epilogue).
+template <class A, class In, class Out, class C, class Each = no_epilogue>
 void rope_heads(rope_style style, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
                 index_t pairs, index_t b, index_t e, const C* cos, const C* sin, const A* cd, const A* sd, A sign,
-                bool pair_heads = true) {
+                bool pair_heads = true, const Each& each = {}) {
   index_t i = b;
+  bool each_done = false;  // by a vector body
   if constexpr (std::is_same_v<C, A>) {
     if (si == 1 && so == 1) {
       const simd::lanes<A, isa_tag> d;
       if (style == rope_style::half_split) {
         // sign is +1 (forward) or -1 (backward, the inverse shift).
-        i += sign == A(1) ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads)
-                          : rope_half_split<true>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads);
+        i += sign == A(1) ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, each)
+                          : rope_half_split<true>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, each);
+        each_done = true;
       } else if constexpr (simd::vec<A, isa_tag>::width >= 2) {
-        i += rope_interleaved(d, in + 2 * b, hi, out + 2 * b, ho, heads, e - b, cd, sd);
+        i += rope_interleaved(d, in + 2 * b, hi, out + 2 * b, ho, heads, e - b, cd, sd, each);
+        each_done = true;
       }
     }
   }
-  if (i == e) return;
-  for (index_t h = 0; h < heads; ++h)
+  if (i == e && each_done) return;
+  for (index_t h = 0; h < heads; ++h) {
     rope_pairs<A>(style, in + h * hi, si, out + h * ho, so, pairs, i, e, b, cos, sin, sign);
+    if (!each_done) each(h);
+  }
 }
 
 // ---- copies with conversion (features outside the rotated window, layout conversion) --------------------------
 
 template <class D, class In, class Out>
-index_t convert_body(D d, const In* in, Out* out, index_t i, index_t n) {
+POSENC_ALWAYS_INLINE index_t convert_body(D d, const In* in, Out* out, index_t i, index_t n) {
   constexpr index_t W = vec_of<D>::width;
+  // Two vectors per store2 (one packed store for bfloat16, whose single vector costs an extract and a pack).
+  for (; i + 2 * W <= n; i += 2 * W) store2(load(d, in + i), load(d, in + i + W), out + i);
   for (; i + W <= n; i += W) store(load(d, in + i), out + i);
   return i;
 }
@@ -473,13 +492,14 @@ class source_rows {
     }
   }
 
-  /// Pairs [b, e) of one token's `heads` rows (window starts in, out; strides as rope_heads) by variant v.
-  template <class In, class Out>
+  /// Pairs [b, e) of one token's `heads` rows (window starts in, out; strides as rope_heads) by variant v;
+  /// each(h) after head h's row (rope_heads).
+  template <class In, class Out, class Each = no_epilogue>
   void rotate(int v, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
-              index_t pairs, index_t b, index_t e) const {
+              index_t pairs, index_t b, index_t e, const Each& each = {}) const {
     const auto k = static_cast<std::size_t>(v);
     rope_heads(style_, in, hi, si, out, ho, so, heads, pairs, b, e, cos_[k], sin_[k], cd_[dup ? k : 0], sd_[dup ? k : 0],
-               sign_, pair_heads_);
+               sign_, pair_heads_, each);
   }
 
   /// Whether in-place half-split rows take two heads per cos/sin load (rope_half_split); on by default.
@@ -569,7 +589,8 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
 /// The KV-cache append of one call, one pass per token: q's rows rotated in place (when q has heads), k's
 /// rotated into their cache rows and v's copied into theirs (converted to Out with one rounding), k and v
 /// through k.map. A token's q, k and v sit side by side in a fused QKV buffer: reading them together, with
-/// one cos/sin row for q and k, measured ~20% faster than a pass for k and then one for v (4096 tokens, Zen 3).
+/// one cos/sin row for q and k, measured ~20% faster than a pass for k and then one for v (4096 tokens, Zen 3),
+/// and within a token K and V go head by head (v_with_k).
 /// Validated by the public entry; k and v share their tokens, heads and map.
 template <class Source, class In, class Out>
 void append_rows(target, const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
@@ -581,14 +602,32 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
   const index_t q_heads = q.in.empty() ? 0 : q.in.extent(2);
   const index_t dim = k.in.extent(3);
   const index_t v_dim = v.in.extent(3);
-  const bool v_rows_contiguous = v.in.stride(3) == 1 && v.out.stride(3) == 1 && v.in.stride(2) == v_dim &&
-                                 v.out.stride(2) == v_dim;
+  const bool v_rows_contiguous = v.in.stride(3) == 1 && v.out.stride(3) == 1;
+  // V's head h right after K's head h (rope_heads' epilogue): two read and two write streams at a time, as the
+  // plain loop; measured 3-16% faster than all of K and then all of V for float and fp16 caches from DRAM
+  // (Zen 3, 4096 tokens), and 4-10% slower for bfloat16 caches, whose software rounding makes the rows
+  // ALU-bound (the inlined copy adds its constants to the rotation's registers): those keep V after K.
+  constexpr bool v_with_k = !is_bf16_v<Out>;
   for (index_t l = 0; l < k.in.extent(1); ++l) {
     for (index_t n = 0; n < k.in.extent(0); ++n) {
       index_t o0 = 0, o1 = 0;
       const bool cached = k.map.at(n, l, o0, o1);
       if (!cached && q_heads == 0) continue;
       const index_t p = pos.at(n, l);
+      const In* vi = &v.in(n, l, 0, 0);
+      Out* vo = cached ? &v.out(o0, o1, 0, 0) : nullptr;
+      // V's head h into its cache row, after K's head h (with the first chunk of pairs).
+      const auto copy_v = [&](index_t h) {
+        const In* x = vi + h * v.in.stride(2);
+        Out* y = vo + h * v.out.stride(2);
+        index_t j = 0;  // vector moves inline (copy_span's calls, once per head, measured slower)
+        if constexpr (std::is_same_v<In, Out> && (std::is_same_v<In, float> || std::is_same_v<In, double>)) {
+          if (v_rows_contiguous) j = convert_body(simd::lanes<In, isa_tag>{}, x, y, 0, v_dim);
+        } else if constexpr (!std::is_same_v<In, Out>) {
+          if (v_rows_contiguous) j = convert_body(simd::lanes<simd::acc2_t<In, Out>, isa_tag>{}, x, y, 0, v_dim);
+        }
+        if (j < v_dim) copy_span(x + j * v.in.stride(3), v.in.stride(3), y + j * v.out.stride(3), v.out.stride(3), v_dim - j);
+      };
       if (cached)
         copy_outside_window(&k.in(n, l, 0, 0), k.in.stride(2), k.in.stride(3), &k.out(o0, o1, 0, 0), k.out.stride(2),
                             k.out.stride(3), heads, dim, offset, pairs);
@@ -599,19 +638,16 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
           In* qr = &q.out(n, l, 0, offset);
           rows.rotate(0, qr, q.out.stride(2), q.out.stride(3), qr, q.out.stride(2), q.out.stride(3), q_heads, pairs, b, e);
         }
-        if (cached)
-          rows.rotate(0, &k.in(n, l, 0, offset), k.in.stride(2), k.in.stride(3), &k.out(o0, o1, 0, offset),
-                      k.out.stride(2), k.out.stride(3), heads, pairs, b, e);
+        if (!cached) continue;
+        const auto k_in = &k.in(n, l, 0, offset);
+        Out* k_out = &k.out(o0, o1, 0, offset);
+        if (b == 0 && v_with_k)
+          rows.rotate(0, k_in, k.in.stride(2), k.in.stride(3), k_out, k.out.stride(2), k.out.stride(3), heads, pairs, b, e, copy_v);
+        else
+          rows.rotate(0, k_in, k.in.stride(2), k.in.stride(3), k_out, k.out.stride(2), k.out.stride(3), heads, pairs, b, e);
       }
-      if (!cached) continue;
-      const In* vi = &v.in(n, l, 0, 0);
-      Out* vo = &v.out(o0, o1, 0, 0);
-      if (v_rows_contiguous) {  // the token's heads are one block in the input and in the cache: one copy
-        copy_span(vi, index_t{1}, vo, index_t{1}, heads * v_dim);
-        continue;
-      }
-      for (index_t h = 0; h < heads; ++h)
-        copy_span(vi + h * v.in.stride(2), v.in.stride(3), vo + h * v.out.stride(2), v.out.stride(3), v_dim);
+      if (cached && (pairs == 0 || !v_with_k))
+        for (index_t h = 0; h < heads; ++h) copy_v(h);
     }
   }
 }
