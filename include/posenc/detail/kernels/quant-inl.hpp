@@ -30,9 +30,10 @@ vec_of<D> nan_lanes(D d, vec_of<D> v) {
 /// int8 codes of v (already multiplied by the inverse scale) in the low byte of each lane: round half to even,
 /// saturated to [-128, 127], NaN -> 0 (math::quantize_int8). Clamping first gives the same code: every v past a
 /// bound rounds to it or beyond. Unchecked: for lanes with |v| <= 127.5 or NaN (a row by its own dynamic scale,
-/// unless that is subnormal), where the rounding alone gives the code (a NaN's pattern has the low byte 0). The rounding is a conversion (nearest_int_bits), not
-/// v + 1.5 * 2^23: GCC contracts x * inv + 1.5 * 2^23 into one FMA, which rounds the exact product instead of
-/// the float v (a code one off where v is a tie and x * inv is not: 56 in 25.6M random dynamic-int8 values).
+/// unless that is subnormal), where the rounding alone gives the code (a NaN's pattern has the low byte 0).
+/// The rounding is a conversion (nearest_int_bits), not v + 1.5 * 2^23: GCC contracts x * inv + 1.5 * 2^23 into
+/// one FMA, which rounds the exact product instead of the float v (a code one off where v is a tie and x * inv
+/// is not: 56 in 25.6M random dynamic-int8 values).
 template <bool Checked, class D>
 vec_of<D> int8_codes(D d, vec_of<D> v) {
   if constexpr (Checked) {
