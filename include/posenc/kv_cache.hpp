@@ -82,15 +82,15 @@ namespace detail {
 /// Codes, the cache may hold 8-bit codes: posenc/quantize.hpp).
 template <bool Codes = false, class In, class Cache>
 auto make_cache_target(In&& in, Cache&& cache) {
-  auto vc = as_view(std::forward<Cache>(cache));
-  auto vi = as_nlhd(std::forward<In>(in));
-  using O = typename decltype(vc)::element_type;
-  using I = std::remove_const_t<typename decltype(vi)::element_type>;
-  static_assert(decltype(vc)::rank == 4, "posenc: a KV cache is a rank-4 view [dim0, dim1, heads, head dim]");
+  const auto& vc = view_ref(std::forward<Cache>(cache));
+  const auto& vi = nlhd_default(std::forward<In>(in));
+  using O = typename std::decay_t<decltype(vc)>::element_type;
+  using I = std::remove_const_t<typename std::decay_t<decltype(vi)>::element_type>;
+  static_assert(std::decay_t<decltype(vc)>::rank == 4, "posenc: a KV cache is a rank-4 view [dim0, dim1, heads, head dim]");
   static_assert(!std::is_const_v<O>, "posenc: the KV cache must be writable");
   static_assert(simd::is_storage_v<I> && (simd::is_storage_v<O> || Codes),
                 "posenc: tensors of float, double or a 16-bit storage type (posenc/storage.hpp)");
-  return canonical_io(strided_view<const I, 4>(vi), vc);
+  return canonical_io(vi, vc);
 }
 
 /// Checks the slots against the new tokens (N, L) and the cache's first two extents; returns the map.

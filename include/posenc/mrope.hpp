@@ -63,8 +63,7 @@ status mrope_entry(const char* fn, const mrope_plan& mp, const mrope_positions& 
 /// ```
 template <class X>
 status try_apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) noexcept {
-  const auto t = detail::make_target(x, x);
-  return detail::mrope_entry("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+  return detail::mrope_entry("apply_mrope", plan, pos, 1.0, detail::targets_of(x, x), {"x", "x"});
 }
 template <class X>
 void apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) {
@@ -75,8 +74,7 @@ void apply_mrope(const mrope_plan& plan, X&& x, const mrope_positions& pos) {
 /// (as apply_rope's out-of-place form).
 template <class X, class Y>
 status try_apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions& pos) noexcept {
-  const auto t = detail::make_target(in, out);
-  return detail::mrope_entry("apply_mrope", plan, pos, 1.0, std::array<std::decay_t<decltype(t)>, 1>{t},
+  return detail::mrope_entry("apply_mrope", plan, pos, 1.0, detail::targets_of(in, out),
                                        {"in", "out"});
 }
 template <class X, class Y>
@@ -87,10 +85,7 @@ void apply_mrope(const mrope_plan& plan, X&& in, Y&& out, const mrope_positions&
 /// q and k in one pass, in place (same N, L; k may have fewer heads).
 template <class Q, class K>
 status try_apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions& pos) noexcept {
-  const auto tq = detail::make_target(q, q);
-  const auto tk = detail::make_target(k, k);
-  static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_mrope_qk: q and k have one element type");
-  return detail::mrope_entry("apply_mrope_qk", plan, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
+  return detail::mrope_entry("apply_mrope_qk", plan, pos, 1.0, detail::qk_targets_of(q, k),
                                        {"q", "q", "k", "k"});
 }
 template <class Q, class K>
@@ -101,8 +96,7 @@ void apply_mrope_qk(const mrope_plan& plan, Q&& q, K&& k, const mrope_positions&
 /// Backward pass (transpose): rotation by -p[axis(i)] * w_i, in place on the gradient.
 template <class X>
 status try_apply_mrope_backward(const mrope_plan& plan, X&& grad, const mrope_positions& pos) noexcept {
-  const auto t = detail::make_target(grad, grad);
-  return detail::mrope_entry("apply_mrope_backward", plan, pos, -1.0, std::array<std::decay_t<decltype(t)>, 1>{t},
+  return detail::mrope_entry("apply_mrope_backward", plan, pos, -1.0, detail::targets_of(grad, grad),
                                        {"grad", "grad"});
 }
 template <class X>

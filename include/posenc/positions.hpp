@@ -58,13 +58,10 @@ class positions {
 
   /// Position of token (n, l); no checks (see detail::validate_positions). Host and device code (a CUDA kernel
   /// takes positions by value, its arrays in device memory).
+  /// (An offset, the decode case, is decided inline; the id forms' switch was compiled as a call per token.)
   POSENC_HOST_DEVICE index_t at(index_t n, index_t l) const {
-    switch (form_) {
-      case form::offset: return start_ + l;
-      case form::per_sequence: return value(n) + start_ + l;
-      case form::per_token: return value(n * stride_ + l);
-    }
-    return 0;
+    if (form_ == form::offset) return start_ + l;
+    return form_ == form::per_sequence ? value(n) + start_ + l : value(n * stride_ + l);
   }
 
   /// The positions of the sub-batch [n_begin, n_begin + n_count) and sub-sequence [l_begin, l_begin + l_count):

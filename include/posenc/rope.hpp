@@ -261,20 +261,31 @@ status rope_entry(const char* fn, const F& freq, const positions& pos, double si
 /// The (N, L, H, D) views of an input and an output, each of its own storage type.
 template <class In, class Out>
 auto make_target(In&& in, Out&& out) {
-  auto vo = as_nlhd(std::forward<Out>(out));
-  auto vi = as_nlhd(std::forward<In>(in));
-  using O = typename decltype(vo)::element_type;
-  using I = std::remove_const_t<typename decltype(vi)::element_type>;
+  const auto& vo = nlhd_default(std::forward<Out>(out));
+  const auto& vi = nlhd_default(std::forward<In>(in));
+  using O = typename std::decay_t<decltype(vo)>::element_type;
+  using I = std::remove_const_t<typename std::decay_t<decltype(vi)>::element_type>;
   static_assert(!std::is_const_v<O>, "posenc: the output tensor must be writable");
   static_assert(simd::is_storage_v<I> && simd::is_storage_v<O>,
                 "posenc: tensors of float, double or a 16-bit storage type (posenc/storage.hpp)");
   // Canonical storage types from the start (Eigen::half -> f16_storage, ...): the kernels' entries then take
   // the views by reference; converting them there copied each (a tenth of a one-token call).
-  return canonical_io(strided_view<const I, 4>(vi), vo);
+  return canonical_io(vi, vo);
 }
 
-template <class T>
-using rope_targets1 = std::array<T, 1>;
+/// An entry's targets built in place, each straight from its views: the array is a prvalue of prvalues, so no
+/// rope_io is copied (copying a returned one read its fresh stores back at other offsets, a store-forwarding
+/// stall that cost ~4% of a one-token call). One target (in, out), or q and k each in place.
+template <class In, class Out>
+auto targets_of(In&& in, Out&& out) {
+  return std::array<decltype(make_target(in, out)), 1>{make_target(in, out)};
+}
+template <class Q, class K>
+auto qk_targets_of(Q&& q, K&& k) {
+  using T = decltype(make_target(q, q));
+  static_assert(std::is_same_v<T, decltype(make_target(k, k))>, "posenc: q and k have one element type");
+  return std::array<T, 2>{make_target(q, q), make_target(k, k)};
+}
 
 }  // namespace detail
 
@@ -297,8 +308,7 @@ using rope_targets1 = std::array<T, 1>;
 /// ```
 template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope(const F& freq, X&& x, const positions& pos) noexcept {
-  const auto t = detail::make_target(x, x);
-  return detail::rope_entry("apply_rope", freq, pos, 1.0, detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"x", "x"});
+  return detail::rope_entry("apply_rope", freq, pos, 1.0, detail::targets_of(x, x), {"x", "x"});
 }
 template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope(const F& freq, X&& x, const positions& pos) {
@@ -311,8 +321,7 @@ void apply_rope(const F& freq, X&& x, const positions& pos) {
 /// and each result is rounded to `out`'s type once.
 template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) noexcept {
-  const auto t = detail::make_target(in, out);
-  return detail::rope_entry("apply_rope", freq, pos, 1.0, detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"in", "out"});
+  return detail::rope_entry("apply_rope", freq, pos, 1.0, detail::targets_of(in, out), {"in", "out"});
 }
 template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) {
@@ -325,11 +334,7 @@ void apply_rope(const F& freq, X&& in, Y&& out, const positions& pos) {
 /// different starts cannot be told from interleaved fused-QKV views cheaply and are not detected.
 template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) noexcept {
-  const auto tq = detail::make_target(q, q);
-  const auto tk = detail::make_target(k, k);
-  static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_rope_qk: q and k have one element type");
-  return detail::rope_entry("apply_rope_qk", freq, pos, 1.0, std::array<std::decay_t<decltype(tq)>, 2>{tq, tk},
-                                      {"q", "q", "k", "k"});
+  return detail::rope_entry("apply_rope_qk", freq, pos, 1.0, detail::qk_targets_of(q, k), {"q", "q", "k", "k"});
 }
 template <class F, class Q, class K, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) {
@@ -340,9 +345,7 @@ void apply_rope_qk(const F& freq, Q&& q, K&& k, const positions& pos) {
 /// gradient. It inverts apply_rope exactly where the magnitude is 1.
 template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope_backward(const F& freq, X&& grad, const positions& pos) noexcept {
-  const auto t = detail::make_target(grad, grad);
-  return detail::rope_entry("apply_rope_backward", freq, pos, -1.0,
-                                      detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"grad", "grad"});
+  return detail::rope_entry("apply_rope_backward", freq, pos, -1.0, detail::targets_of(grad, grad), {"grad", "grad"});
 }
 template <class F, class X, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope_backward(const F& freq, X&& grad, const positions& pos) {
@@ -354,9 +357,7 @@ void apply_rope_backward(const F& freq, X&& grad, const positions& pos) {
 /// copied. `grad_in` must not overlap `grad_out`.
 template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 status try_apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) noexcept {
-  const auto t = detail::make_target(grad_out, grad_in);
-  return detail::rope_entry("apply_rope_backward", freq, pos, -1.0,
-                                      detail::rope_targets1<std::decay_t<decltype(t)>>{t}, {"grad_out", "grad_in"});
+  return detail::rope_entry("apply_rope_backward", freq, pos, -1.0, detail::targets_of(grad_out, grad_in), {"grad_out", "grad_in"});
 }
 template <class F, class X, class Y, class = std::enable_if_t<detail::is_rope_freq_v<F>>>
 void apply_rope_backward(const F& freq, X&& grad_out, Y&& grad_in, const positions& pos) {

@@ -66,8 +66,8 @@ status check_plan_call(const char* fn, const rope_plan& plan, const positions& p
 template <class X>
 status try_shift_rope(const rope_plan& plan, X&& k, index_t delta) noexcept {
   constexpr const char* fn = "shift_rope";
-  const auto t = detail::make_target(k, k);
-  const std::array<std::decay_t<decltype(t)>, 1> targets{t};
+  const auto targets = detail::targets_of(k, k);
+  const auto& t = targets[0];
   index_t max_pos = -1;
   POSENC_TRY(detail::check_plan_call(fn, plan, positions::offset(0), targets, {"k", "k"}, max_pos));
   if (t.in.empty()) return {};
@@ -89,8 +89,8 @@ template <class X>
 status try_shift_rope(const rope_plan& plan, X&& k, const std::int64_t* deltas, index_t batch, index_t length,
                       index_t row_stride = -1) noexcept {
   constexpr const char* fn = "shift_rope";
-  const auto t = detail::make_target(k, k);
-  const std::array<std::decay_t<decltype(t)>, 1> targets{t};
+  const auto targets = detail::targets_of(k, k);
+  const auto& t = targets[0];
   index_t max_pos = -1;
   POSENC_TRY(detail::check_plan_call(fn, plan, positions::offset(0), targets, {"k", "k"}, max_pos));
   POSENC_TRY(detail::check_shift_deltas(fn, deltas, batch, length, row_stride, t.in.extent(0), t.in.extent(1)));
@@ -115,8 +115,8 @@ template <class X>
 status try_rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const positions& pos) noexcept {
   constexpr const char* fn = "rerotate_rope";
   POSENC_TRY(detail::check_rerotate_plans(fn, from, to));
-  const auto t = detail::make_target(k, k);
-  const std::array<std::decay_t<decltype(t)>, 1> targets{t};
+  const auto targets = detail::targets_of(k, k);
+  const auto& t = targets[0];
   index_t max_pos = -1;
   POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(to), pos, targets, {"k", "k"}, max_pos));
   if (max_pos < 0) return {};

@@ -239,11 +239,46 @@ status try_as_nlhd(X&& x, layout from, strided_view<T, 4>& out) noexcept {
   return {};
 }
 
+namespace detail {
+template <class X>
+struct is_strided_view : std::false_type {};
+template <class T, std::size_t R>
+struct is_strided_view<strided_view<T, R>> : std::true_type {};
+
+/// as_view(x) without a copy where x is a view already (a const reference to it; an adapted tensor's view by
+/// value, which `const auto&` keeps alive). The entries read their views' fields straight from the caller's
+/// object: a copy on the stack read back at another offset was a store-forwarding stall per view.
+template <class X>
+POSENC_ALWAYS_INLINE decltype(auto) view_ref(X&& x) {
+  if constexpr (is_strided_view<std::remove_cv_t<std::remove_reference_t<X>>>::value) {
+    return static_cast<const std::remove_reference_t<X>&>(x);
+  } else {
+    return as_view(x);
+  }
+}
+
+/// as_nlhd(x) decided at compile time: a rank-4 view as it is (NLHD; view_ref), a rank-2 one as (1, L, 1, D).
+/// The entries build their views through it, inline, without the runtime layout switch.
+template <class X>
+POSENC_ALWAYS_INLINE decltype(auto) nlhd_default(X&& x) {
+  using V = std::remove_cv_t<std::remove_reference_t<decltype(as_view(x))>>;
+  static_assert(V::rank != 3, "posenc::as_nlhd: a rank-3 tensor needs its layout (layout::lhd or layout::nld)");
+  static_assert(V::rank == 2 || V::rank == 4, "posenc::as_nlhd: tensors of rank 2, 3 or 4");
+  if constexpr (V::rank == 4) {
+    return view_ref(std::forward<X>(x));
+  } else {
+    const auto v = as_view(x);
+    using A = std::array<index_t, 4>;
+    return strided_view<typename V::element_type, 4>(v.data(), A{1, v.extent(0), 1, v.extent(1)},
+                                                     A{0, v.stride(0), 0, v.stride(1)});
+  }
+}
+}  // namespace detail
+
 template <class X>
 auto as_nlhd(X&& x) {
   using V = decltype(as_view(x));
-  static_assert(V::rank != 3, "posenc::as_nlhd: a rank-3 tensor needs its layout (layout::lhd or layout::nld)");
-  return as_nlhd(std::forward<X>(x), V::rank == 4 ? layout::nlhd : layout::ld);
+  return strided_view<typename V::element_type, 4>(detail::nlhd_default(std::forward<X>(x)));
 }
 
 POSENC_END_NAMESPACE

@@ -75,9 +75,8 @@ status xpos_entry(const char* fn, const xpos_plan& plan, const positions& pos, i
 /// ```
 template <class X>
 status try_apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t center, xpos_mode mode) noexcept {
-  const auto t = detail::make_target(x, x);
   return detail::xpos_entry("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
-                                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"x", "x"});
+                                      detail::targets_of(x, x), {"x", "x"});
 }
 template <class X>
 void apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t center, xpos_mode mode) {
@@ -90,9 +89,8 @@ void apply_xpos(const xpos_plan& plan, X&& x, const positions& pos, index_t cent
 template <class X, class Y>
 status try_apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, index_t center,
                       xpos_mode mode) noexcept {
-  const auto t = detail::make_target(in, out);
   return detail::xpos_entry("apply_xpos", plan, pos, center, std::array<xpos_mode, 1>{mode}, 1.0,
-                                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"in", "out"});
+                                      detail::targets_of(in, out), {"in", "out"});
 }
 template <class X, class Y>
 void apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, index_t center, xpos_mode mode) {
@@ -103,12 +101,9 @@ void apply_xpos(const xpos_plan& plan, X&& in, Y&& out, const positions& pos, in
 /// on m - n only (the centre cancels).
 template <class Q, class K>
 status try_apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) noexcept {
-  const auto tq = detail::make_target(q, q);
-  const auto tk = detail::make_target(k, k);
-  static_assert(std::is_same_v<decltype(tq), decltype(tk)>, "posenc::apply_xpos_qk: q and k have one element type");
   return detail::xpos_entry("apply_xpos_qk", plan, pos, center,
                                       std::array<xpos_mode, 2>{xpos_mode::upscale, xpos_mode::downscale}, 1.0,
-                                      std::array<std::decay_t<decltype(tq)>, 2>{tq, tk}, {"q", "q", "k", "k"});
+                                      detail::qk_targets_of(q, k), {"q", "q", "k", "k"});
 }
 template <class Q, class K>
 void apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, index_t center) {
@@ -119,9 +114,8 @@ void apply_xpos_qk(const xpos_plan& plan, Q&& q, K&& k, const positions& pos, in
 template <class X>
 status try_apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center,
                                xpos_mode mode) noexcept {
-  const auto t = detail::make_target(grad, grad);
   return detail::xpos_entry("apply_xpos_backward", plan, pos, center, std::array<xpos_mode, 1>{mode}, -1.0,
-                                      std::array<std::decay_t<decltype(t)>, 1>{t}, {"grad", "grad"});
+                                      detail::targets_of(grad, grad), {"grad", "grad"});
 }
 template <class X>
 void apply_xpos_backward(const xpos_plan& plan, X&& grad, const positions& pos, index_t center, xpos_mode mode) {

@@ -90,7 +90,7 @@ status check_targets(const char* fn, index_t head_dim, const std::array<rope_io<
 /// valid and of the head dim, the targets of one batch and distinct, positions an offset. False only sends the
 /// call through the full checks, which accept or reject it with the message.
 template <class In, class Out, std::size_t K>
-bool quick_rope_call(const rope_geometry& g, const positions& pos, const std::array<rope_io<In, Out>, K>& targets,
+POSENC_ALWAYS_INLINE bool quick_rope_call(const rope_geometry& g, const positions& pos, const std::array<rope_io<In, Out>, K>& targets,
                      index_t& max_pos) {
   bool ok = pos.kind() == positions::form::offset;
   const index_t n = targets[0].in.extent(0), l = targets[0].in.extent(1);
@@ -100,7 +100,7 @@ bool quick_rope_call(const rope_geometry& g, const positions& pos, const std::ar
     if (k > 0) ok = ok && t.in.extent(0) == n && t.in.extent(1) == l && t.out.data() != targets[0].out.data();
   }
   if (!ok) return false;
-  const index_t start = pos.at(0, 0);
+  const index_t start = pos.start();  // an offset's first position (pos.at is a switch over the forms)
   const index_t last = l > 0 ? l - 1 : 0;
   if (start < 0 || start > std::numeric_limits<index_t>::max() - last) return false;
   max_pos = n > 0 && l > 0 ? start + last : -1;
@@ -110,12 +110,21 @@ bool quick_rope_call(const rope_geometry& g, const positions& pos, const std::ar
 /// Checks a rotation call; `max_pos` is its largest position (-1 when there is nothing to do). A launcher whose
 /// positions live in device memory passes `values_readable` false (see validate_positions).
 template <class In, class Out, std::size_t K>
-status check_rope_call(const char* fn, const rope_geometry& g, const positions& pos,
-                       const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names,
-                       index_t& max_pos, bool values_readable = true) {
-  if (quick_rope_call(g, pos, targets, max_pos)) return {};
+status check_rope_call_rules(const char* fn, const rope_geometry& g, const positions& pos,
+                             const std::array<rope_io<In, Out>, K>& targets, const std::array<const char*, 2 * K>& names,
+                             index_t& max_pos, bool values_readable) {
   POSENC_TRY(check_targets(fn, g.head_dim, targets, names));
   return validate_positions(fn, pos, targets[0].in.extent(0), targets[0].in.extent(1), max_pos, values_readable);
+}
+/// (The quick verdict inline in the entry, the rules out of line: a call of this function and its status were
+/// ~40 instructions of a one-head call.)
+template <class In, class Out, std::size_t K>
+POSENC_ALWAYS_INLINE status check_rope_call(const char* fn, const rope_geometry& g, const positions& pos,
+                                            const std::array<rope_io<In, Out>, K>& targets,
+                                            const std::array<const char*, 2 * K>& names, index_t& max_pos,
+                                            bool values_readable = true) {
+  if (quick_rope_call(g, pos, targets, max_pos)) return {};
+  return check_rope_call_rules(fn, g, pos, targets, names, max_pos, values_readable);
 }
 
 }  // namespace detail
