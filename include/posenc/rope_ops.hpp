@@ -116,7 +116,6 @@ status try_rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, cons
   constexpr const char* fn = "rerotate_rope";
   POSENC_TRY(detail::check_rerotate_plans(fn, from, to));
   const auto targets = detail::targets_of(k, k);
-  const auto& t = targets[0];
   index_t max_pos = -1;
   POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(to), pos, targets, {"k", "k"}, max_pos));
   if (max_pos < 0) return {};

@@ -201,30 +201,36 @@ POSENC_ALWAYS_INLINE index_t convert_body(D d, const In* in, Out* out, index_t i
   return i;
 }
 
-/// out[k * so] = in[k * si] for k < n: a bit copy for one type, one rounding from In to Out otherwise.
+/// copy_span's elements that take no vector move: strided rows, the tail of a contiguous one, 16-bit bit copies
+/// (n > 0).
 template <class In, class Out>
-void copy_span(const In* in, index_t si, Out* out, index_t so, index_t n) {
-  if (n <= 0) return;
+void copy_span_rest(const In* in, index_t si, Out* out, index_t so, index_t n) {
   if constexpr (std::is_same_v<In, Out>) {
     if (si == 1 && so == 1) {
-      if constexpr (std::is_same_v<In, float> || std::is_same_v<In, double>) {
-        // Vector loads and stores (bit copies): libc's memmove took a third of a KV-cache append of float rows
-        // (V's 4 KiB per token), where a plain loop of vector moves takes what the rotation of K does.
-        const index_t k = convert_body(simd::lanes<In, isa_tag>{}, in, out, 0, n);
-        std::memcpy(static_cast<void*>(out + k), static_cast<const void*>(in + k), static_cast<std::size_t>(n - k) * sizeof(In));
-      } else {
-        std::memcpy(static_cast<void*>(out), static_cast<const void*>(in), static_cast<std::size_t>(n) * sizeof(In));
-      }
+      std::memcpy(static_cast<void*>(out), static_cast<const void*>(in), static_cast<std::size_t>(n) * sizeof(In));
       return;
     }
     for (index_t k = 0; k < n; ++k) out[k * so] = in[k * si];
   } else {
-    using A = simd::acc2_t<In, Out>;
-    index_t k = 0;
-    if (si == 1 && so == 1) k = convert_body(simd::lanes<A, isa_tag>{}, in, out, 0, n);
-    const simd::lanes<A, simd::tail<isa_tag>> d;
-    for (; k < n; ++k) store(load(d, in + k * si), out + k * so);
+    const simd::lanes<simd::acc2_t<In, Out>, simd::tail<isa_tag>> d;
+    for (index_t k = 0; k < n; ++k) store(load(d, in + k * si), out + k * so);
   }
+}
+
+/// out[k * so] = in[k * si] for k < n: a bit copy for one type, one rounding from In to Out otherwise.
+/// Contiguous float or double rows, and conversions, move by vectors here, inline: libc's memmove took a third
+/// of a KV-cache append of float rows (V's 4 KiB per token), and a call per head of V (KV appends copy V head
+/// by head) measured slower than the moves inline. The rest, if any, is copy_span_rest's.
+template <class In, class Out>
+POSENC_ALWAYS_INLINE void copy_span(const In* in, index_t si, Out* out, index_t so, index_t n) {
+  index_t k = 0;
+  if (si == 1 && so == 1) {
+    if constexpr (std::is_same_v<In, Out> && (std::is_same_v<In, float> || std::is_same_v<In, double>))
+      k = convert_body(simd::lanes<In, isa_tag>{}, in, out, 0, n);
+    else if constexpr (!std::is_same_v<In, Out>)
+      k = convert_body(simd::lanes<simd::acc2_t<In, Out>, isa_tag>{}, in, out, 0, n);
+  }
+  if (k < n) copy_span_rest(in + k * si, si, out + k * so, so, n - k);
 }
 
 // ---- cos/sin sources ----------------------------------------------------------------------------------------
@@ -602,7 +608,6 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
   const index_t q_heads = q.in.empty() ? 0 : q.in.extent(2);
   const index_t dim = k.in.extent(3);
   const index_t v_dim = v.in.extent(3);
-  const bool v_rows_contiguous = v.in.stride(3) == 1 && v.out.stride(3) == 1;
   // V's head h right after K's head h (rope_heads' epilogue): two read and two write streams at a time, as the
   // plain loop; measured 3-16% faster than all of K and then all of V for float and fp16 caches from DRAM
   // (Zen 3, 4096 tokens), and 4-10% slower for bfloat16 caches, whose software rounding makes the rows
@@ -618,15 +623,7 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
       Out* vo = cached ? &v.out(o0, o1, 0, 0) : nullptr;
       // V's head h into its cache row, after K's head h (with the first chunk of pairs).
       const auto copy_v = [&](index_t h) {
-        const In* x = vi + h * v.in.stride(2);
-        Out* y = vo + h * v.out.stride(2);
-        index_t j = 0;  // vector moves inline (copy_span's calls, once per head, measured slower)
-        if constexpr (std::is_same_v<In, Out> && (std::is_same_v<In, float> || std::is_same_v<In, double>)) {
-          if (v_rows_contiguous) j = convert_body(simd::lanes<In, isa_tag>{}, x, y, 0, v_dim);
-        } else if constexpr (!std::is_same_v<In, Out>) {
-          if (v_rows_contiguous) j = convert_body(simd::lanes<simd::acc2_t<In, Out>, isa_tag>{}, x, y, 0, v_dim);
-        }
-        if (j < v_dim) copy_span(x + j * v.in.stride(3), v.in.stride(3), y + j * v.out.stride(3), v.out.stride(3), v_dim - j);
+        copy_span(vi + h * v.in.stride(2), v.in.stride(3), vo + h * v.out.stride(2), v.out.stride(3), v_dim);
       };
       if (cached)
         copy_outside_window(&k.in(n, l, 0, 0), k.in.stride(2), k.in.stride(3), &k.out(o0, o1, 0, 0), k.out.stride(2),
