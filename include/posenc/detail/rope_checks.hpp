@@ -90,8 +90,8 @@ status check_targets(const char* fn, index_t head_dim, const std::array<rope_io<
 /// valid and of the head dim, the targets of one batch and distinct, positions an offset. False only sends the
 /// call through the full checks, which accept or reject it with the message.
 template <class In, class Out, std::size_t K>
-POSENC_ALWAYS_INLINE bool quick_rope_call(const rope_geometry& g, const positions& pos, const std::array<rope_io<In, Out>, K>& targets,
-                     index_t& max_pos) {
+POSENC_ALWAYS_INLINE bool quick_rope_call(const rope_geometry& g, const positions& pos,
+                                          const std::array<rope_io<In, Out>, K>& targets, index_t& max_pos) {
   bool ok = pos.kind() == positions::form::offset;
   const index_t n = targets[0].in.extent(0), l = targets[0].in.extent(1);
   for (std::size_t k = 0; k < K; ++k) {
@@ -100,7 +100,7 @@ POSENC_ALWAYS_INLINE bool quick_rope_call(const rope_geometry& g, const position
     if (k > 0) ok = ok && t.in.extent(0) == n && t.in.extent(1) == l && t.out.data() != targets[0].out.data();
   }
   if (!ok) return false;
-  const index_t start = pos.start();  // an offset's first position (pos.at is a switch over the forms)
+  const index_t start = pos.at(0, 0);
   const index_t last = l > 0 ? l - 1 : 0;
   if (start < 0 || start > std::numeric_limits<index_t>::max() - last) return false;
   max_pos = n > 0 && l > 0 ? start + last : -1;

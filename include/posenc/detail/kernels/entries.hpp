@@ -76,8 +76,7 @@ POSENC_ALWAYS_INLINE rope_io<canonical_of_t<std::remove_const_t<I>>, canonical_o
     const strided_view<I, 4>& in, const strided_view<O, 4>& out) {
   using CI = canonical_of_t<std::remove_const_t<I>>;
   const auto* pi = canonical_ptr(static_cast<const std::remove_const_t<I>*>(in.data()));
-  return {strided_view<const CI, 4>(pi, in.extents(), in.strides()),
-          strided_view<canonical_of_t<O>, 4>(canonical_ptr(out.data()), out.extents(), out.strides()), token_map{}};
+  return {strided_view<const CI, 4>(pi, in.extents(), in.strides()), canonical(out), token_map{}};
 }
 template <class In, class Out, std::size_t K>
 decltype(auto) canonical(const std::array<rope_io<In, Out>, K>& a) {
