@@ -160,7 +160,7 @@ bool quick_append(const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut
         q->in.extent(1) != l || qo.overlaps(ko) || qo.overlaps(vo) || qo.lo == ki.lo || qo.lo == vi.lo)
       return false;
   }
-  const index_t start = pos.at(0, 0);
+  const index_t start = pos.start();  // an offset (checked above); at() was compiled as a call here
   const index_t last = l > 0 ? l - 1 : 0;
   if (start < 0 || start > std::numeric_limits<index_t>::max() - last) return false;
   max_pos = n > 0 && l > 0 ? start + last : -1;

@@ -100,7 +100,7 @@ POSENC_ALWAYS_INLINE bool quick_rope_call(const rope_geometry& g, const position
     if (k > 0) ok = ok && t.in.extent(0) == n && t.in.extent(1) == l && t.out.data() != targets[0].out.data();
   }
   if (!ok) return false;
-  const index_t start = pos.at(0, 0);
+  const index_t start = pos.start();  // an offset (checked above); at() was compiled as a call here
   const index_t last = l > 0 ? l - 1 : 0;
   if (start < 0 || start > std::numeric_limits<index_t>::max() - last) return false;
   max_pos = n > 0 && l > 0 ? start + last : -1;

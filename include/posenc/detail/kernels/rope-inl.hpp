@@ -33,9 +33,9 @@ struct no_epilogue {
 /// cache). Every step loads all it reads before it stores (its elements are disjoint from the rest), so in
 /// place is safe. Returns the pairs done (n rounded down to W); the caller finishes the rows' tails.
 template <bool Inverse, class D, class In, class Out, class Each>
-index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t half, index_t n,
-                        const typename D::lane_type* cos, const typename D::lane_type* sin, bool pair_heads,
-                        const Each& each) {
+POSENC_ALWAYS_INLINE index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads,
+                                             index_t half, index_t n, const typename D::lane_type* cos,
+                                             const typename D::lane_type* sin, bool pair_heads, const Each& each) {
   constexpr index_t W = vec_of<D>::width;
   using V = vec_of<D>;
   const auto first = [](V a, V b, V c, V s) { return Inverse ? fma(b, s, mul(a, c)) : fnma(b, s, mul(a, c)); };
@@ -56,32 +56,34 @@ index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, ind
   // measured a few percent faster for float rows in L1/L2 (fewer live registers in the two-head loop).
   constexpr index_t step = sizeof(Out) == 2 ? 2 * W : W;
   const index_t n2 = step == 2 * W ? n - n % (2 * W) : 0;
-  const bool one_more = step == 2 * W && n - n2 >= W;
+  const index_t n1 = n - n % W;  // then one vector at a time: none, one (16-bit rows) or all (wider ones)
   index_t h = 0;
-  if (pair_heads && static_cast<const void*>(in) == static_cast<const void*>(out)) {
-    for (; h + 2 <= heads; h += 2, in += 2 * hi, out += 2 * ho) {
-      for (index_t i = 0; i < n2; i += 2 * W) {
-        const auto c0 = load(d, cos + i), s0 = load(d, sin + i);
-        const auto c1 = load(d, cos + i + W), s1 = load(d, sin + i + W);
-        rotate2(in, out, i, c0, s0, c1, s1);
-        rotate2(in + hi, out + ho, i, c0, s0, c1, s1);
+  if constexpr (std::is_same_v<In, Out>) {  // in place (rows of one type only)
+    if (pair_heads && static_cast<const void*>(in) == static_cast<const void*>(out)) {
+      for (; h + 2 <= heads; h += 2, in += 2 * hi, out += 2 * ho) {
+        for (index_t i = 0; i < n2; i += 2 * W) {
+          const auto c0 = load(d, cos + i), s0 = load(d, sin + i);
+          const auto c1 = load(d, cos + i + W), s1 = load(d, sin + i + W);
+          rotate2(in, out, i, c0, s0, c1, s1);
+          rotate2(in + hi, out + ho, i, c0, s0, c1, s1);
+        }
+        for (index_t i = n2; i < n1; i += W) {
+          const auto c = load(d, cos + i), s = load(d, sin + i);
+          rotate1(in, out, i, c, s);
+          rotate1(in + hi, out + ho, i, c, s);
+        }
+        each(h);
+        each(h + 1);
       }
-      for (index_t i = n2; i + W <= n && (step == W || one_more); i += W) {
-        const auto c = load(d, cos + i), s = load(d, sin + i);
-        rotate1(in, out, i, c, s);
-        rotate1(in + hi, out + ho, i, c, s);
-      }
-      each(h);
-      each(h + 1);
     }
   }
   for (; h < heads; ++h, in += hi, out += ho) {
     for (index_t i = 0; i < n2; i += 2 * W)
       rotate2(in, out, i, load(d, cos + i), load(d, sin + i), load(d, cos + i + W), load(d, sin + i + W));
-    for (index_t i = n2; i + W <= n && (step == W || one_more); i += W) rotate1(in, out, i, load(d, cos + i), load(d, sin + i));
+    for (index_t i = n2; i < n1; i += W) rotate1(in, out, i, load(d, cos + i), load(d, sin + i));
     each(h);
   }
-  return n - n % W;
+  return n1;
 }
 
 /// One token's `heads` rows of interleaved pairs (x[2i], x[2i+1]) for i < n, laid out as rope_half_split's:
@@ -159,14 +161,38 @@ void rope_pairs(rope_style style, const In* in, index_t si, Out* out, index_t so
   }
 }
 
+/// The inverse rows (backward RoPE, the inverse shift) out of line: only the forward ones, every model's, are
+/// inlined into the drivers.
+template <class D, class In, class Out, class Each>
+index_t rope_half_split_inverse(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t half,
+                                index_t n, const typename D::lane_type* cos, const typename D::lane_type* sin,
+                                bool pair_heads, const Each& each) {
+  return rope_half_split<true>(d, in, hi, out, ho, heads, half, n, cos, sin, pair_heads, each);
+}
+
+/// rope_heads' pairs [i, e) that no vector body took, row by row (each(h) too when no body ran).
+template <class A, class In, class Out, class C, class Each>
+void rope_heads_rest(rope_style style, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so,
+                     index_t heads, index_t pairs, index_t i, index_t b, index_t e, const C* cos, const C* sin, A sign,
+                     bool each_done, const Each& each) {
+  for (index_t h = 0; h < heads; ++h) {
+    rope_pairs<A>(style, in + h * hi, si, out + h * ho, so, pairs, i, e, b, cos, sin, sign);
+    if (!each_done) each(h);
+  }
+}
+
 /// Pairs [b, e) of one token's `heads` rows (window starts in, out; head strides hi, ho; feature strides si,
 /// so), cos/sin indexed from b; cd/sd (interleaved, contiguous rows of arithmetic-type cos/sin) from
 /// rope_dup_pairs. Contiguous rows take the vector bodies, the rest (tails, strided rows, a double table under
 /// float arithmetic) rope_pairs, row by row. each(h) once per head (no_epilogue).
+/// Inline down to the half-split body (the drivers call it per token): as calls, the dispatch and the body's
+/// prologue and twelve to seventeen arguments were ~170 instructions of a token's 8-head KV append (~2240),
+/// and a one-token decode append measured 0.77 of the plain loop against 0.83 inline (Zen 3, compare.py).
 template <class A, class In, class Out, class C, class Each = no_epilogue>
-void rope_heads(rope_style style, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
-                index_t pairs, index_t b, index_t e, const C* cos, const C* sin, const A* cd, const A* sd, A sign,
-                bool pair_heads = true, const Each& each = {}) {
+POSENC_ALWAYS_INLINE void rope_heads(rope_style style, const In* in, index_t hi, index_t si, Out* out, index_t ho,
+                                     index_t so, index_t heads, index_t pairs, index_t b, index_t e, const C* cos,
+                                     const C* sin, const A* cd, const A* sd, A sign, bool pair_heads = true,
+                                     const Each& each = {}) {
   index_t i = b;
   bool each_done = false;  // by a vector body
   if constexpr (std::is_same_v<C, A>) {
@@ -174,8 +200,9 @@ void rope_heads(rope_style style, const In* in, index_t hi, index_t si, Out* out
       const simd::lanes<A, isa_tag> d;
       if (style == rope_style::half_split) {
         // sign is +1 (forward) or -1 (backward, the inverse shift).
-        i += sign == A(1) ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, each)
-                          : rope_half_split<true>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, each);
+        i += sign == A(1)
+                 ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, each)
+                 : rope_half_split_inverse(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, each);
         each_done = true;
       } else if constexpr (simd::vec<A, isa_tag>::width >= 2) {
         i += rope_interleaved(d, in + 2 * b, hi, out + 2 * b, ho, heads, e - b, cd, sd, each);
@@ -183,11 +210,8 @@ void rope_heads(rope_style style, const In* in, index_t hi, index_t si, Out* out
       }
     }
   }
-  if (i == e && each_done) return;
-  for (index_t h = 0; h < heads; ++h) {
-    rope_pairs<A>(style, in + h * hi, si, out + h * ho, so, pairs, i, e, b, cos, sin, sign);
-    if (!each_done) each(h);
-  }
+  if (i < e || !each_done)
+    rope_heads_rest(style, in, hi, si, out, ho, so, heads, pairs, i, b, e, cos, sin, sign, each_done, each);
 }
 
 // ---- copies with conversion (features outside the rotated window, layout conversion) --------------------------
@@ -435,8 +459,16 @@ inline void source_fill(const xpos_src& s, index_t p, index_t b, index_t e, doub
 /// row converted once per token into the buffer (a half table, interleaved (cos, sin) pairs, a double cache
 /// under float arithmetic): each value is load_as<C>, exactly what a per-pair load would give.
 template <class T, class C>
-void source_fill(const table_src<T>& s, index_t p, index_t b, index_t e, C (*cbuf)[rope_chunk], C (*sbuf)[rope_chunk],
-                 const C** cos, const C** sin) {
+void table_row_convert(const T* cr, const T* sr, index_t pair_stride, index_t b, index_t e, C* cbuf, C* sbuf) {
+  for (index_t i = b; i < e; ++i) {
+    cbuf[i - b] = simd::load_as<C>(cr[i * pair_stride]);
+    sbuf[i - b] = simd::load_as<C>(sr[i * pair_stride]);
+  }
+}
+/// (Inline, for the pointers of a rope_cache's row: a call per token was ~30 instructions of a one-token call.)
+template <class T, class C>
+POSENC_ALWAYS_INLINE void source_fill(const table_src<T>& s, index_t p, index_t b, index_t e, C (*cbuf)[rope_chunk],
+                                      C (*sbuf)[rope_chunk], const C** cos, const C** sin) {
   const T* cr = s.cos + p * s.row_stride;
   const T* sr = s.sin + p * s.row_stride;
   if constexpr (std::is_same_v<T, C>) {
@@ -446,10 +478,7 @@ void source_fill(const table_src<T>& s, index_t p, index_t b, index_t e, C (*cbu
       return;
     }
   }
-  for (index_t i = b; i < e; ++i) {
-    cbuf[0][i - b] = simd::load_as<C>(cr[i * s.pair_stride]);
-    sbuf[0][i - b] = simd::load_as<C>(sr[i * s.pair_stride]);
-  }
+  table_row_convert(cr, sr, s.pair_stride, b, e, cbuf[0], sbuf[0]);
   cos[0] = cbuf[0];
   sin[0] = sbuf[0];
 }
@@ -501,8 +530,8 @@ class source_rows {
   /// Pairs [b, e) of one token's `heads` rows (window starts in, out; strides as rope_heads) by variant v;
   /// each(h) after head h's row (rope_heads).
   template <class In, class Out, class Each = no_epilogue>
-  void rotate(int v, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
-              index_t pairs, index_t b, index_t e, const Each& each = {}) const {
+  POSENC_ALWAYS_INLINE void rotate(int v, const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so,
+                                   index_t heads, index_t pairs, index_t b, index_t e, const Each& each = {}) const {
     const auto k = static_cast<std::size_t>(v);
     rope_heads(style_, in, hi, si, out, ho, so, heads, pairs, b, e, cos_[k], sin_[k], cd_[dup ? k : 0], sd_[dup ? k : 0],
                sign_, pair_heads_, each);
@@ -533,16 +562,35 @@ class source_rows {
   polar_stepper<> stepper_;  // the cache-free RoPE source (angle_src) into float cos/sin only
 };
 
-/// Copies the features outside the window [offset, offset + 2 pairs) of one token's rows (out of place).
+/// The KV append's epilogue (rope_heads' each): V's head h copied into its cache row. Inline in the rotation
+/// loop with its values in registers: as a lambda capturing the views it was a call per head, behind a
+/// vzeroupper, reloading the views' fields after every store.
 template <class In, class Out>
-void copy_outside_window(const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
-                         index_t dim, index_t offset, index_t pairs) {
-  const index_t end = offset + 2 * pairs;
-  if (offset == 0 && end == dim) return;  // the whole head rotates (every model but the partial-rotary ones)
+struct copy_head {
+  const In* in;
+  index_t hi, si;
+  Out* out;
+  index_t ho, so, n;
+  POSENC_ALWAYS_INLINE void operator()(index_t h) const { copy_span(in + h * hi, si, out + h * ho, so, n); }
+};
+
+template <class In, class Out>
+void copy_outside_rows(const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
+                       index_t dim, index_t offset, index_t end) {
   for (index_t h = 0; h < heads; ++h, in += hi, out += ho) {
     copy_span(in, si, out, so, offset);
     copy_span(in + end * si, si, out + end * so, so, dim - end);
   }
+}
+
+/// Copies the features outside the window [offset, offset + 2 pairs) of one token's rows (out of place). The
+/// test inline: the whole head rotates in every model but the partial-rotary ones, and a call per token to
+/// find that out was ~50 instructions of a one-token KV append.
+template <class In, class Out>
+POSENC_ALWAYS_INLINE void copy_outside_window(const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so,
+                                              index_t heads, index_t dim, index_t offset, index_t pairs) {
+  const index_t end = offset + 2 * pairs;
+  if (offset != 0 || end != dim) copy_outside_rows(in, hi, si, out, ho, so, heads, dim, offset, end);
 }
 
 /// Rotates every target: all share N and L (q and k of one batch), their positions and the window
@@ -622,9 +670,7 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
       const In* vi = &v.in(n, l, 0, 0);
       Out* vo = cached ? &v.out(o0, o1, 0, 0) : nullptr;
       // V's head h into its cache row, after K's head h (with the first chunk of pairs).
-      const auto copy_v = [&](index_t h) {
-        copy_span(vi + h * v.in.stride(2), v.in.stride(3), vo + h * v.out.stride(2), v.out.stride(3), v_dim);
-      };
+      const copy_head<In, Out> copy_v{vi, v.in.stride(2), v.in.stride(3), vo, v.out.stride(2), v.out.stride(3), v_dim};
       if (cached)
         copy_outside_window(&k.in(n, l, 0, 0), k.in.stride(2), k.in.stride(3), &k.out(o0, o1, 0, 0), k.out.stride(2),
                             k.out.stride(3), heads, dim, offset, pairs);
