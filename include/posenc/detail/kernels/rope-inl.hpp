@@ -455,9 +455,7 @@ inline void source_fill(const xpos_src& s, index_t p, index_t b, index_t e, doub
   }
 }
 
-/// A table row: a pointer into the table when it holds the arithmetic type contiguously (rope_cache), else the
-/// row converted once per token into the buffer (a half table, interleaved (cos, sin) pairs, a double cache
-/// under float arithmetic): each value is load_as<C>, exactly what a per-pair load would give.
+/// A table row converted into the buffer, pair by pair (source_fill below).
 template <class T, class C>
 void table_row_convert(const T* cr, const T* sr, index_t pair_stride, index_t b, index_t e, C* cbuf, C* sbuf) {
   for (index_t i = b; i < e; ++i) {
@@ -465,7 +463,10 @@ void table_row_convert(const T* cr, const T* sr, index_t pair_stride, index_t b,
     sbuf[i - b] = simd::load_as<C>(sr[i * pair_stride]);
   }
 }
-/// (Inline, for the pointers of a rope_cache's row: a call per token was ~30 instructions of a one-token call.)
+/// A table row: a pointer into the table when it holds the arithmetic type contiguously (rope_cache), else the
+/// row converted once per token into the buffer (a half table, interleaved (cos, sin) pairs, a double cache
+/// under float arithmetic): each value is load_as<C>, exactly what a per-pair load would give.
+/// Inline for the pointers of a rope_cache's row (a call per token was ~30 instructions of a one-token call).
 template <class T, class C>
 POSENC_ALWAYS_INLINE void source_fill(const table_src<T>& s, index_t p, index_t b, index_t e, C (*cbuf)[rope_chunk],
                                       C (*sbuf)[rope_chunk], const C** cos, const C** sin) {
@@ -574,6 +575,7 @@ struct copy_head {
   POSENC_ALWAYS_INLINE void operator()(index_t h) const { copy_span(in + h * hi, si, out + h * ho, so, n); }
 };
 
+/// copy_outside_window's rows: features [0, offset) and [end, dim) of each head.
 template <class In, class Out>
 void copy_outside_rows(const In* in, index_t hi, index_t si, Out* out, index_t ho, index_t so, index_t heads,
                        index_t dim, index_t offset, index_t end) {
