@@ -283,6 +283,80 @@ TEST_P(KvCache, RejectedCallsWriteNothing) {
   }
 }
 
+// Calls moving more than rope_stream_bytes prefetch each next token's rows (detail::prefetch_ahead, from DRAM);
+// a hint that must not change a bit: the streaming calls against the same tokens one call each (which stay
+// under the threshold), K and q against the long-double formula at the first and last tokens, for both pair
+// styles and N > 1 (the next token crosses sequences).
+TEST_P(KvCache, StreamingCallsEqualTokenByTokenCalls) {
+  const index_t N = 2, Hq = 8, Hk = 4, D = 64;
+  // rope_qk_append_kv moves q (read and written) and k, v (read as float, written as half) per token.
+  const index_t token_bytes = Hq * D * 8 + 2 * Hk * D * 6;
+  const index_t L = posenc::detail::rope_stream_bytes / (N * token_bytes) + 64;
+  for (const bool inter : {false, true}) {
+    SCOPED_TRACE(inter ? "interleaved" : "half_split");
+    posenc::rope_config cfg;
+    cfg.head_dim = D;
+    cfg.style = inter ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+    const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), L + 200);
+    const std::vector<std::int64_t> lens = {7, 150};
+    const auto pos = posenc::positions::per_sequence(lens.data(), N);
+    std::vector<std::int64_t> slots(static_cast<std::size_t>(N * L));
+    for (index_t t = 0; t < N * L; ++t) slots[static_cast<std::size_t>(t)] = N * L - 1 - t;  // blocks backwards
+    const index_t bs = 16, blocks = (N * L + bs - 1) / bs;
+    const auto cache_of = [&] { return std::vector<Eigen::half>(static_cast<std::size_t>(blocks * bs * Hk * D)); };
+
+    Qkv x(N, L, Hq, Hk, D, 11), y = x;
+    std::vector<Eigen::half> kc = cache_of(), vc = cache_of(), kc1 = cache_of(), vc1 = cache_of();
+    const auto view = [&](std::vector<Eigen::half>& c) {
+      return posenc::strided_view<Eigen::half, 4>(c.data(), {blocks, bs, Hk, D});
+    };
+    ASSERT_TRUE(posenc::try_rope_qk_append_kv(cache, x.q(), x.k(), x.v(), view(kc), view(vc), pos,
+                                              posenc::kv_slots::paged(slots.data(), N, L))
+                    .ok());
+    for (index_t n = 0; n < N; ++n)
+      for (index_t l = 0; l < L; ++l) {
+        const auto one = [&](posenc::strided_view<float, 4> v) { return v.slice(0, n, 1).slice(1, l, 1); };
+        const std::int64_t* slot = &slots[static_cast<std::size_t>(n * L + l)];
+        ASSERT_TRUE(posenc::try_rope_qk_append_kv(cache, one(y.q()), one(y.k()), one(y.v()), view(kc1), view(vc1),
+                                                  posenc::positions::offset(lens[static_cast<std::size_t>(n)] + l),
+                                                  posenc::kv_slots::paged(slot, 1, 1))
+                        .ok());
+      }
+    ASSERT_EQ(x.buf, y.buf);  // q in place
+    for (std::size_t i = 0; i < kc.size(); ++i) {
+      ASSERT_EQ(bits(kc[i]), bits(kc1[i])) << "k_cache element " << i;
+      ASSERT_EQ(bits(vc[i]), bits(vc1[i])) << "v_cache element " << i;
+    }
+    Qkv r(N, L, Hq, Hk, D, 11);  // the inputs again
+    for (const index_t n : {index_t{0}, N - 1})
+      for (const index_t l : {index_t{0}, L - 1}) {
+        const index_t p = lens[static_cast<std::size_t>(n)] + l;
+        const std::int64_t s = slots[static_cast<std::size_t>(n * L + l)];
+        for (index_t h = 0; h < Hk; ++h) {
+          const std::vector<ld> ref = rope_row(&r.k()(n, l, h, 0), D, D, p, 10000.0, inter);
+          for (index_t e = 0; e < D; ++e) {
+            const double want = static_cast<double>(ref[static_cast<std::size_t>(e)]);
+            EXPECT_NEAR(static_cast<float>(view(kc)(s / bs, s % bs, h, e)), want, std::ldexp(std::fabs(want), -11) + 4e-6);
+          }
+        }
+        const std::vector<ld> q_ref = rope_row(&r.q()(n, l, Hq - 1, 0), D, D, p, 10000.0, inter);
+        for (index_t e = 0; e < D; ++e)
+          EXPECT_NEAR(x.q()(n, l, Hq - 1, e), static_cast<double>(q_ref[static_cast<std::size_t>(e)]), 2e-6);
+      }
+
+    // apply_rope over q and k of the fused buffer (rope_rows: two targets, in place), streaming as well.
+    const index_t L2 = posenc::detail::rope_stream_bytes / (N * (Hq + Hk) * D * 8) + 64;
+    Qkv a(N, L2, Hq, Hk, D, 12), b = a;
+    const posenc::rope_cache<float> cache2(posenc::make_rope_plan(cfg), L2 + 200);
+    posenc::apply_rope_qk(cache2, a.q(), a.k(), pos);
+    for (index_t n = 0; n < N; ++n)
+      for (index_t l = 0; l < L2; ++l)
+        posenc::apply_rope_qk(cache2, b.q().slice(0, n, 1).slice(1, l, 1), b.k().slice(0, n, 1).slice(1, l, 1),
+                           posenc::positions::offset(lens[static_cast<std::size_t>(n)] + l));
+    ASSERT_EQ(a.buf, b.buf);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, KvCache, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 using TableView = IsaOnlyTest;

@@ -414,6 +414,31 @@ TEST_P(RopeQuant, DynamicInt8RoundsTheFloatProductNotTheExactOne) {
   }
 }
 
+// A call moving more than rope_stream_bytes prefetches each next token's K rows (the quantising driver): the
+// same codes and scales, bit for bit, as the tokens one call each (under the threshold).
+TEST_P(RopeQuant, StreamingCallEqualsTokenByTokenCalls) {
+  const index_t N = 2, H = 4, D = 64;
+  const index_t L = posenc::detail::rope_stream_bytes / (N * H * D * 5) + 64;  // float in, one code out
+  std::vector<float> k(static_cast<std::size_t>(N * L * H * D));
+  for (std::size_t i = 0; i < k.size(); ++i) k[i] = std::sin(0.37f * static_cast<float>(i % 100003)) * 3.0f;
+  posenc::rope_config cfg;
+  cfg.head_dim = D;
+  const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), L + 10);
+  const posenc::strided_view<const float, 4> kv(k.data(), {N, L, H, D});
+  std::vector<std::int8_t> q(k.size()), q1(k.size());
+  std::vector<float> sc(static_cast<std::size_t>(N * L * H)), sc1(sc.size());
+  const posenc::strided_view<std::int8_t, 4> qv(q.data(), {N, L, H, D}), q1v(q1.data(), {N, L, H, D});
+  const posenc::strided_view<float, 3> sv(sc.data(), {N, L, H}), s1v(sc1.data(), {N, L, H});
+  posenc::apply_rope_quantized(cache, kv, qv, sv, posenc::positions::offset(3), posenc::quant_spec{});
+  for (index_t n = 0; n < N; ++n)
+    for (index_t l = 0; l < L; ++l)
+      posenc::apply_rope_quantized(cache, kv.slice(0, n, 1).slice(1, l, 1), q1v.slice(0, n, 1).slice(1, l, 1),
+                                   s1v.slice(0, n, 1).slice(1, l, 1), posenc::positions::offset(3 + l),
+                                   posenc::quant_spec{});
+  ASSERT_EQ(q, q1);
+  for (std::size_t i = 0; i < sc.size(); ++i) ASSERT_EQ(sc[i], sc1[i]) << "scale " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, RopeQuant, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 }  // namespace

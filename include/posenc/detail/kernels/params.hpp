@@ -90,6 +90,28 @@ inline constexpr index_t rope_chunk = 128;
 /// the L3 of the CPUs measured (32 MiB on Zen 3).
 inline constexpr index_t rope_stream_bytes = index_t{32} << 20;
 
+/// Asks for the cache line at `bytes` past `p` (the same row of the next token, rope_rows' `ahead`). Tokens
+/// sit a row stride apart, often in another 4 KiB page, where the hardware prefetchers stop and a streaming
+/// call waits on DRAM at every token's first lines. The address is formed as an integer and never
+/// dereferenced: it may lie past the caller's buffer, and a prefetch does not fault.
+POSENC_ALWAYS_INLINE void prefetch_ahead(const void* p, index_t bytes) {
+  // An integer, not pointer arithmetic, past the caller's object (the cast's lost aliasing facts do not matter
+  // to a prefetch).
+  // NOLINTNEXTLINE(performance-no-int-to-ptr)
+  const auto* a = reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(bytes));
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(a, 0, 3);
+#else
+  static_cast<void>(a);
+#endif
+}
+
+/// prefetch_ahead over the lines of elements [0, n) of a row.
+template <class T>
+POSENC_ALWAYS_INLINE void prefetch_row(const T* row, index_t n, index_t bytes) {
+  for (index_t e = 0; e < n; e += 64 / index_t{sizeof(T)}) prefetch_ahead(row + e, bytes);
+}
+
 /// |theta| below which the vector sincos reduces the angle exactly: Cody-Waite with pi/2 split in three, the
 /// first two parts of 27 and 29 significant bits, so k*C1 and k*C2 are exact for k = round(theta*2/pi) < 2^24
 /// even without FMA. Beyond it (positions past ~2^24 at frequency 1) each pair goes to libm's sin and cos.

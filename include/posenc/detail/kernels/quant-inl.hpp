@@ -196,12 +196,18 @@ void rope_quant_rows(target, const Source* src, const positions& pos, rope_style
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): every row is written before it is read
   alignas(64) float scratch[quant_scratch];
   const bool with_second = !second.in.empty();
+  // K's rows of the next token prefetched as a token's rotate, when the call streams (append_rows).
+  const index_t token_bytes = (first.in.extent(2) * first.in.extent(3) + second.in.extent(2) * second.in.extent(3)) *
+                              index_t{sizeof(In) + 1};
+  const bool prefetch = streams(first.in.extent(0) * first.in.extent(1) * token_bytes);
   const auto run = [&](auto* rows) {
     for (index_t l = 0; l < first.in.extent(1); ++l)
       for (index_t n = 0; n < first.in.extent(0); ++n) {
         index_t o0 = 0, o1 = 0;
         if (!map.at(n, l, o0, o1)) continue;
         const index_t p = rows != nullptr ? pos.at(n, l) : 0;
+        if constexpr (!std::is_same_v<decltype(rows), std::nullptr_t*>)
+          rows->ahead(prefetch ? next_token_step(first.in, n, l) * index_t{sizeof(In)} : 0);
         quant_token(rows, first, p, n, l, o0, o1, offset, pairs, scratch);
         if (with_second) quant_token(static_cast<std::nullptr_t*>(nullptr), second, p, n, l, o0, o1, offset, pairs, scratch);
       }

@@ -31,11 +31,15 @@ struct no_epilogue {
 /// faster with the token in L1 or L2 (decode), the same from DRAM. Out of place (into a KV cache) one head at
 /// a time: two heads would be eight streams, and measured ~10% slower from DRAM (Zen 3, 4096 tokens into an fp16
 /// cache). Every step loads all it reads before it stores (its elements are disjoint from the rest), so in
-/// place is safe. Returns the pairs done (n rounded down to W); the caller finishes the rows' tails.
+/// place is safe. With `ahead` (bytes, 0 for none) each head row first asks for the same row of the next token
+/// (prefetch_row): per row, not per step, whose test added 5-18% instructions to one-token decode calls,
+/// and a row's lines at once measured faster (1.15-1.2x against 1.05-1.1x the plain loop, 4096 tokens into an
+/// fp16 cache). Returns the pairs done (n rounded down to W); the caller finishes the rows' tails.
 template <bool Inverse, class D, class In, class Out, class Each>
 POSENC_ALWAYS_INLINE index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads,
                                              index_t half, index_t n, const typename D::lane_type* cos,
-                                             const typename D::lane_type* sin, bool pair_heads, const Each& each) {
+                                             const typename D::lane_type* sin, bool pair_heads, index_t ahead,
+                                             const Each& each) {
   constexpr index_t W = vec_of<D>::width;
   using V = vec_of<D>;
   const auto first = [](V a, V b, V c, V s) { return Inverse ? fma(b, s, mul(a, c)) : fnma(b, s, mul(a, c)); };
@@ -61,6 +65,10 @@ POSENC_ALWAYS_INLINE index_t rope_half_split(D d, const In* in, index_t hi, Out*
   if constexpr (std::is_same_v<In, Out>) {  // in place (rows of one type only)
     if (pair_heads && static_cast<const void*>(in) == static_cast<const void*>(out)) {
       for (; h + 2 <= heads; h += 2, in += 2 * hi, out += 2 * ho) {
+        if (ahead != 0) {
+          prefetch_row(in, half + n, ahead);
+          prefetch_row(in + hi, half + n, ahead);
+        }
         for (index_t i = 0; i < n2; i += 2 * W) {
           const auto c0 = load(d, cos + i), s0 = load(d, sin + i);
           const auto c1 = load(d, cos + i + W), s1 = load(d, sin + i + W);
@@ -78,6 +86,7 @@ POSENC_ALWAYS_INLINE index_t rope_half_split(D d, const In* in, index_t hi, Out*
     }
   }
   for (; h < heads; ++h, in += hi, out += ho) {
+    if (ahead != 0) prefetch_row(in, half + n, ahead);
     for (index_t i = 0; i < n2; i += 2 * W)
       rotate2(in, out, i, load(d, cos + i), load(d, sin + i), load(d, cos + i + W), load(d, sin + i + W));
     for (index_t i = n2; i < n1; i += W) rotate1(in, out, i, load(d, cos + i), load(d, sin + i));
@@ -90,10 +99,11 @@ POSENC_ALWAYS_INLINE index_t rope_half_split(D d, const In* in, index_t hi, Out*
 /// y = x cd + pair_swap(x) sd, with cd = (c0, c0, c1, c1, ...) and sd = (-s0, s0, -s1, s1, ...) (the inverse's
 /// signs flipped) formed once per token by rope_dup_pairs, so a vector costs one in-lane shuffle and no
 /// deinterleave. The products are those of a c - b s and b c + a s (negating sin is exact). Width >= 2.
-/// Returns the pairs done.
+/// `ahead` as rope_half_split's. Returns the pairs done.
 template <class D, class In, class Out, class Each>
 index_t rope_interleaved(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t n,
-                         const typename D::lane_type* cd, const typename D::lane_type* sd, const Each& each) {
+                         const typename D::lane_type* cd, const typename D::lane_type* sd, index_t ahead,
+                         const Each& each) {
   constexpr index_t W = vec_of<D>::width;
   const index_t m = 2 * n;  // elements of the window
   const auto rotate = [&](vec_of<D> x, index_t i, Out* y) {
@@ -101,6 +111,7 @@ index_t rope_interleaved(D d, const In* in, index_t hi, Out* out, index_t ho, in
   };
   for (index_t h = 0; h < heads; ++h, in += hi, out += ho) {
     index_t i = 0;
+    if (ahead != 0) prefetch_row(in, m, ahead);
     for (; i + 2 * W <= m; i += 2 * W) {
       const auto x0 = load(d, in + i);
       const auto x1 = load(d, in + i + W);
@@ -167,7 +178,7 @@ template <class D, class In, class Out, class Each>
 index_t rope_half_split_inverse(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads, index_t half,
                                 index_t n, const typename D::lane_type* cos, const typename D::lane_type* sin,
                                 bool pair_heads, const Each& each) {
-  return rope_half_split<true>(d, in, hi, out, ho, heads, half, n, cos, sin, pair_heads, each);
+  return rope_half_split<true>(d, in, hi, out, ho, heads, half, n, cos, sin, pair_heads, index_t{0}, each);
 }
 
 /// rope_heads' pairs [i, e) that no vector body took, row by row (each(h) too when no body ran).
@@ -184,15 +195,16 @@ void rope_heads_rest(rope_style style, const In* in, index_t hi, index_t si, Out
 /// Pairs [b, e) of one token's `heads` rows (window starts in, out; head strides hi, ho; feature strides si,
 /// so), cos/sin indexed from b; cd/sd (interleaved, contiguous rows of arithmetic-type cos/sin) from
 /// rope_dup_pairs. Contiguous rows take the vector bodies, the rest (tails, strided rows, a double table under
-/// float arithmetic) rope_pairs, row by row. each(h) once per head (no_epilogue).
+/// float arithmetic) rope_pairs, row by row. each(h) once per head (no_epilogue); `ahead` (bytes to the next
+/// token's rows, 0 for none) prefetches in the forward vector bodies.
 /// Inline down to the half-split body (the drivers call it per token): as calls, the dispatch and the body's
 /// prologue and twelve to seventeen arguments were ~170 instructions of a token's 8-head KV append (~2240),
 /// and a one-token decode append measured 0.77 of the plain loop against 0.83 inline (Zen 3, compare.py).
 template <class A, class In, class Out, class C, class Each = no_epilogue>
 POSENC_ALWAYS_INLINE void rope_heads(rope_style style, const In* in, index_t hi, index_t si, Out* out, index_t ho,
                                      index_t so, index_t heads, index_t pairs, index_t b, index_t e, const C* cos,
-                                     const C* sin, const A* cd, const A* sd, A sign, bool pair_heads = true,
-                                     const Each& each = {}) {
+                                     const C* sin, const A* cd, const A* sd, A sign, bool pair_heads, index_t ahead,
+                                     const Each& each) {
   index_t i = b;
   bool each_done = false;  // by a vector body
   if constexpr (std::is_same_v<C, A>) {
@@ -201,11 +213,12 @@ POSENC_ALWAYS_INLINE void rope_heads(rope_style style, const In* in, index_t hi,
       if (style == rope_style::half_split) {
         // sign is +1 (forward) or -1 (backward, the inverse shift).
         i += sign == A(1)
-                 ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, each)
+                 ? rope_half_split<false>(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, ahead,
+                                          each)
                  : rope_half_split_inverse(d, in + b, hi, out + b, ho, heads, pairs, e - b, cos, sin, pair_heads, each);
         each_done = true;
       } else if constexpr (simd::vec<A, isa_tag>::width >= 2) {
-        i += rope_interleaved(d, in + 2 * b, hi, out + 2 * b, ho, heads, e - b, cd, sd, each);
+        i += rope_interleaved(d, in + 2 * b, hi, out + 2 * b, ho, heads, e - b, cd, sd, ahead, each);
         each_done = true;
       }
     }
@@ -535,11 +548,14 @@ class source_rows {
                                    index_t heads, index_t pairs, index_t b, index_t e, const Each& each = {}) const {
     const auto k = static_cast<std::size_t>(v);
     rope_heads(style_, in, hi, si, out, ho, so, heads, pairs, b, e, cos_[k], sin_[k], cd_[dup ? k : 0], sd_[dup ? k : 0],
-               sign_, pair_heads_, each);
+               sign_, pair_heads_, ahead_, each);
   }
 
   /// Whether in-place half-split rows take two heads per cos/sin load (rope_half_split); on by default.
   void pair_heads(bool on) { pair_heads_ = on; }
+  /// Bytes from the rows rotate() is given to the same rows of the next token, prefetched as they rotate; 0 (the
+  /// default) for none.
+  void ahead(index_t bytes) { ahead_ = bytes; }
 
  private:
   static constexpr bool dup = std::is_same_v<C, A> && simd::vec<A, isa_tag>::width >= 2;
@@ -549,6 +565,7 @@ class source_rows {
   bool reuse_;
   bool pair_heads_ = true;
   bool have_row_ = false;
+  index_t ahead_ = 0;
   P last_p_{};
   const C* cos_[variants] = {};
   const C* sin_[variants] = {};
@@ -595,6 +612,21 @@ POSENC_ALWAYS_INLINE void copy_outside_window(const In* in, index_t hi, index_t 
   if (offset != 0 || end != dim) copy_outside_rows(in, hi, si, out, ho, so, heads, dim, offset, end);
 }
 
+/// Elements from token (n, l)'s rows of `v` to the next token's in the drivers' order (l outer, n inner); 0
+/// after the last.
+template <class T>
+index_t next_token_step(const strided_view<T, 4>& v, index_t n, index_t l) {
+  if (n + 1 < v.extent(0)) return v.stride(0);
+  if (l + 1 < v.extent(1)) return v.stride(1) - (v.extent(0) - 1) * v.stride(0);
+  return 0;
+}
+
+/// Whether a call moving `bytes` (read and written) streams from DRAM, where the drivers prefetch each next
+/// token's input rows as the current ones rotate (rows.ahead). Measured on Zen 3 (bench/README.md): 4096 tokens
+/// of 8 fp32 K heads of a fused QKV buffer into an fp16 cache, 1.3x faster; in-place RoPE over a fused buffer
+/// (row stride 24 KiB) 1.15x, over contiguous rows 1.02-1.07x; at 512 tokens (in L3) 5-12% slower, hence off.
+inline bool streams(index_t bytes) { return bytes > rope_stream_bytes; }
+
 /// Rotates every target: all share N and L (q and k of one batch), their positions and the window
 /// [offset, offset + 2*pairs) of the head; target k uses the source's variant[k] (xPos: 0 for queries, 1 for
 /// keys). `Pos::at(n, l)` yields what the source takes: one position, a signed delta or three positions.
@@ -609,11 +641,10 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   // Rows of double from DRAM go one head at a time (two streams, as the plain loop): with two heads sharing each
   // cos/sin load, [1, 4096, 32, 128] double in place measured 0.79 of the plain loop, one head 1.00; at 512 tokens
   // (in L3) and for float and 16-bit rows at every size two heads were as fast or faster (Zen 3, bench/README.md).
-  if constexpr (sizeof(In) == 8) {
-    index_t bytes = 0;
-    for (const auto& t : io) bytes += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs * index_t{sizeof(In)};
-    rows.pair_heads(bytes <= rope_stream_bytes);
-  }
+  index_t window = 0;  // elements of the rotated windows
+  for (const auto& t : io) window += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs;
+  if constexpr (sizeof(In) == 8) rows.pair_heads(window * index_t{sizeof(In)} <= rope_stream_bytes);
+  const bool prefetch = streams(window * index_t{sizeof(In) + sizeof(Out)});
   for (index_t l = 0; l < n_len; ++l) {
     for (index_t n = 0; n < n_batch; ++n) {
       const auto p = pos.at(n, l);
@@ -634,6 +665,7 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
         for (std::size_t k = 0; k < K; ++k) {
           if (skip[k]) continue;
           const auto& t = io[k];
+          rows.ahead(prefetch ? next_token_step(t.in, n, l) * index_t{sizeof(In)} : 0);
           rows.rotate(variant[k], &t.in(n, l, 0, offset), t.in.stride(2), t.in.stride(3), &t.out(o0[k], o1[k], 0, offset),
                       t.out.stride(2), t.out.stride(3), t.in.extent(2), pairs, b, e);
         }
@@ -663,6 +695,11 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
   // (Zen 3, 4096 tokens), and 4-10% slower for bfloat16 caches, whose software rounding makes the rows
   // ALU-bound (the inlined copy adds its constants to the rotation's registers): those keep V after K.
   constexpr bool v_with_k = !is_bf16_v<Out>;
+  // Only q's and K's rows are prefetched: prefetching V's too measured 10-15% slower than K's alone (4096
+  // tokens into an fp16 cache, Zen 3), the hardware following V's rows once K's have arrived.
+  const index_t token_bytes =
+      q_heads * dim * 2 * index_t{sizeof(In)} + heads * (dim + v_dim) * index_t{sizeof(In) + sizeof(Out)};
+  const bool prefetch = streams(k.in.extent(0) * k.in.extent(1) * token_bytes);
   for (index_t l = 0; l < k.in.extent(1); ++l) {
     for (index_t n = 0; n < k.in.extent(0); ++n) {
       index_t o0 = 0, o1 = 0;
@@ -681,11 +718,13 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
         rows.at(p, b, e);
         if (q_heads > 0) {
           In* qr = &q.out(n, l, 0, offset);
+          rows.ahead(prefetch ? next_token_step(q.out, n, l) * index_t{sizeof(In)} : 0);
           rows.rotate(0, qr, q.out.stride(2), q.out.stride(3), qr, q.out.stride(2), q.out.stride(3), q_heads, pairs, b, e);
         }
         if (!cached) continue;
         const auto k_in = &k.in(n, l, 0, offset);
         Out* k_out = &k.out(o0, o1, 0, offset);
+        rows.ahead(prefetch ? next_token_step(k.in, n, l) * index_t{sizeof(In)} : 0);
         if (b == 0 && v_with_k)
           rows.rotate(0, k_in, k.in.stride(2), k.in.stride(3), k_out, k.out.stride(2), k.out.stride(3), heads, pairs, b, e, copy_v);
         else
