@@ -33,7 +33,7 @@ struct no_epilogue {
 /// cache). Every step loads all it reads before it stores (its elements are disjoint from the rest), so in
 /// place is safe. With `ahead` (bytes, 0 for none) each head row first asks for the same row of the next token
 /// (prefetch_row): per row, not per step, whose test added 5-18% instructions to one-token decode calls,
-/// and a row's lines at once measured faster (1.15-1.2x against 1.05-1.1x the plain loop, 4096 tokens into an
+/// and a row's lines at once measured faster (1.1-1.2x against 1.05-1.1x the plain loop, 4096 tokens into an
 /// fp16 cache). Returns the pairs done (n rounded down to W); the caller finishes the rows' tails.
 template <bool Inverse, class D, class In, class Out, class Each>
 POSENC_ALWAYS_INLINE index_t rope_half_split(D d, const In* in, index_t hi, Out* out, index_t ho, index_t heads,
@@ -622,9 +622,10 @@ index_t next_token_step(const strided_view<T, 4>& v, index_t n, index_t l) {
 }
 
 /// Whether a call moving `bytes` (read and written) streams from DRAM, where the drivers prefetch each next
-/// token's input rows as the current ones rotate (rows.ahead). Measured on Zen 3 (bench/README.md): 4096 tokens
-/// of 8 fp32 K heads of a fused QKV buffer into an fp16 cache, 1.3x faster; in-place RoPE over a fused buffer
-/// (row stride 24 KiB) 1.15x, over contiguous rows 1.02-1.07x; at 512 tokens (in L3) 5-12% slower, hence off.
+/// token's input rows as the current ones rotate (rows.ahead). Measured on Zen 3 (bench/README.md), against the
+/// plain loop at 4096 tokens: 8 fp32 K heads of a fused QKV buffer into an fp16 cache 0.85 -> 1.1-1.2, in-place
+/// RoPE over a fused buffer (row stride 24 KiB) 0.85 -> 1.0-1.05, contiguous fp32 rows unchanged; at 512 tokens
+/// (in L3) the plain loop with the same prefetch read 0.88-0.95 of itself without, hence off below.
 inline bool streams(index_t bytes) { return bytes > rope_stream_bytes; }
 
 /// Rotates every target: all share N and L (q and k of one batch), their positions and the window
@@ -695,8 +696,8 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
   // (Zen 3, 4096 tokens), and 4-10% slower for bfloat16 caches, whose software rounding makes the rows
   // ALU-bound (the inlined copy adds its constants to the rotation's registers): those keep V after K.
   constexpr bool v_with_k = !is_bf16_v<Out>;
-  // Only q's and K's rows are prefetched: prefetching V's too measured 10-15% slower than K's alone (4096
-  // tokens into an fp16 cache, Zen 3), the hardware following V's rows once K's have arrived.
+  // Only q's and K's rows are prefetched: V's too read 1.16-1.32x the plain loop's speed against 1.33-1.39x for
+  // K's alone in the plain loop itself, and no faster in posenc (4096 tokens into an fp16 cache, Zen 3).
   const index_t token_bytes =
       q_heads * dim * 2 * index_t{sizeof(In)} + heads * (dim + v_dim) * index_t{sizeof(In) + sizeof(Out)};
   const bool prefetch = streams(k.in.extent(0) * k.in.extent(1) * token_bytes);
