@@ -207,7 +207,7 @@ void rope_quant_rows(target, const Source* src, const positions& pos, rope_style
         if (!map.at(n, l, o0, o1)) continue;
         const index_t p = rows != nullptr ? pos.at(n, l) : 0;
         if constexpr (!std::is_same_v<decltype(rows), std::nullptr_t*>)
-          rows->ahead(prefetch ? next_token_step(first.in, n, l) * index_t{sizeof(In)} : 0);
+          rows->ahead(next_token_bytes(prefetch, first.in, n, l));
         quant_token(rows, first, p, n, l, o0, o1, offset, pairs, scratch);
         if (with_second) quant_token(static_cast<std::nullptr_t*>(nullptr), second, p, n, l, o0, o1, offset, pairs, scratch);
       }

@@ -612,12 +612,13 @@ POSENC_ALWAYS_INLINE void copy_outside_window(const In* in, index_t hi, index_t 
   if (offset != 0 || end != dim) copy_outside_rows(in, hi, si, out, ho, so, heads, dim, offset, end);
 }
 
-/// Elements from token (n, l)'s rows of `v` to the next token's in the drivers' order (l outer, n inner); 0
-/// after the last.
+/// Bytes from token (n, l)'s rows of `v` to the next token's in the drivers' order (l outer, n inner): what
+/// source_rows::ahead takes. 0 after the last token, and when `on` is false (the call does not stream).
 template <class T>
-index_t next_token_step(const strided_view<T, 4>& v, index_t n, index_t l) {
-  if (n + 1 < v.extent(0)) return v.stride(0);
-  if (l + 1 < v.extent(1)) return v.stride(1) - (v.extent(0) - 1) * v.stride(0);
+index_t next_token_bytes(bool on, const strided_view<T, 4>& v, index_t n, index_t l) {
+  if (!on) return 0;
+  if (n + 1 < v.extent(0)) return v.stride(0) * index_t{sizeof(T)};
+  if (l + 1 < v.extent(1)) return (v.stride(1) - (v.extent(0) - 1) * v.stride(0)) * index_t{sizeof(T)};
   return 0;
 }
 
@@ -644,7 +645,7 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   // (in L3) and for float and 16-bit rows at every size two heads were as fast or faster (Zen 3, bench/README.md).
   index_t window = 0;  // elements of the rotated windows
   for (const auto& t : io) window += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs;
-  if constexpr (sizeof(In) == 8) rows.pair_heads(window * index_t{sizeof(In)} <= rope_stream_bytes);
+  if constexpr (sizeof(In) == 8) rows.pair_heads(!streams(window * index_t{sizeof(In)}));
   const bool prefetch = streams(window * index_t{sizeof(In) + sizeof(Out)});
   for (index_t l = 0; l < n_len; ++l) {
     for (index_t n = 0; n < n_batch; ++n) {
@@ -666,7 +667,7 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
         for (std::size_t k = 0; k < K; ++k) {
           if (skip[k]) continue;
           const auto& t = io[k];
-          rows.ahead(prefetch ? next_token_step(t.in, n, l) * index_t{sizeof(In)} : 0);
+          rows.ahead(next_token_bytes(prefetch, t.in, n, l));
           rows.rotate(variant[k], &t.in(n, l, 0, offset), t.in.stride(2), t.in.stride(3), &t.out(o0[k], o1[k], 0, offset),
                       t.out.stride(2), t.out.stride(3), t.in.extent(2), pairs, b, e);
         }
@@ -719,13 +720,13 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
         rows.at(p, b, e);
         if (q_heads > 0) {
           In* qr = &q.out(n, l, 0, offset);
-          rows.ahead(prefetch ? next_token_step(q.out, n, l) * index_t{sizeof(In)} : 0);
+          rows.ahead(next_token_bytes(prefetch, q.out, n, l));
           rows.rotate(0, qr, q.out.stride(2), q.out.stride(3), qr, q.out.stride(2), q.out.stride(3), q_heads, pairs, b, e);
         }
         if (!cached) continue;
         const auto k_in = &k.in(n, l, 0, offset);
         Out* k_out = &k.out(o0, o1, 0, offset);
-        rows.ahead(prefetch ? next_token_step(k.in, n, l) * index_t{sizeof(In)} : 0);
+        rows.ahead(next_token_bytes(prefetch, k.in, n, l));
         if (b == 0 && v_with_k)
           rows.rotate(0, k_in, k.in.stride(2), k.in.stride(3), k_out, k.out.stride(2), k.out.stride(3), heads, pairs, b, e, copy_v);
         else
