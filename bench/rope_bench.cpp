@@ -60,8 +60,9 @@ auto plain_ptr(T* p) {
   }
 }
 
-/// In place on [N, L, H, D] of T, from the cache or the plan.
-template <class T, posenc::rope_style Style, bool Cache>
+/// In place on [N, L, H, D] of T, from the cache or the plan; Bound: from the cache, the view bound once
+/// (bind_apply_rope, outside the timing), each call checking its positions only.
+template <class T, posenc::rope_style Style, bool Cache, bool Bound = false>
 void BM_Rope(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
   const auto plan = bench_plan(Style, d);
@@ -71,10 +72,12 @@ void BM_Rope(benchmark::State& state) {
   auto x = posenc_bench::random_values<T>(static_cast<std::size_t>(n * l * h * d));
   posenc::strided_view<T, 4> v(x.data(), {n, l, h, d});
   namespace plain = posenc_bench::plain;
+  const auto step = posenc::bind_apply_rope(cache, v);
   posenc_bench::run_paired(
       state, x.size() * sizeof(T),
       [&] {
-        if constexpr (Cache) posenc::apply_rope(cache, v, kPos);
+        if constexpr (Bound) step.run(kPos);
+        else if constexpr (Cache) posenc::apply_rope(cache, v, kPos);
         else posenc::apply_rope(plan, v, kPos);
         benchmark::DoNotOptimize(x.data());
       },
@@ -118,7 +121,8 @@ void BM_RopeIntoCache(benchmark::State& state) {
 }
 
 /// One decode step of a fused QKV buffer [1, 1, (32 + 2*8) * 128]: q (32 heads) and k (8) rotated together.
-template <bool Cache>
+/// Bound: the views bound once (bind_apply_rope_qk, outside the timing), each step checking its positions.
+template <bool Cache, bool Bound = false>
 void BM_RopeDecodeFusedQk(benchmark::State& state) {
   const index_t hq = 32, hk = 8, d = 128, row = (hq + 2 * hk) * d;
   const auto plan = bench_plan(posenc::rope_style::half_split);
@@ -128,10 +132,12 @@ void BM_RopeDecodeFusedQk(benchmark::State& state) {
   posenc::strided_view<float, 4> q(qkv.data(), {1, 1, hq, d}, {row, row, d, 1});
   posenc::strided_view<float, 4> k(qkv.data() + hq * d, {1, 1, hk, d}, {row, row, d, 1});
   namespace plain = posenc_bench::plain;
+  const auto step = posenc::bind_apply_rope_qk(cache, q, k);
   posenc_bench::run_paired(
       state, static_cast<std::size_t>((hq + hk) * d) * sizeof(float),
       [&] {
-        if constexpr (Cache) posenc::apply_rope_qk(cache, q, k, kPos);
+        if constexpr (Bound) step.run(kPos);
+        else if constexpr (Cache) posenc::apply_rope_qk(cache, q, k, kPos);
         else posenc::apply_rope_qk(plan, q, k, kPos);
         benchmark::DoNotOptimize(qkv.data());
       },
@@ -148,8 +154,9 @@ void BM_RopeDecodeFusedQk(benchmark::State& state) {
 }
 
 /// One decode step of a whole layer (rope_qk_append_kv): q (32 heads) rotated in place in a fused float QKV
-/// buffer, k (8 heads) rotated into a paged T cache and v copied into its own, at one slot.
-template <class T>
+/// buffer, k (8 heads) rotated into a paged T cache and v copied into its own, at one slot. Bound: the views
+/// bound once (bind_rope_qk_append_kv, outside the timing), each step checking its positions and slots only.
+template <class T, bool Bound = false>
 void BM_RopeQkAppendKvDecode(benchmark::State& state) {
   const index_t hq = 32, hk = 8, d = 128, row = (hq + 2 * hk) * d, blocks = 64, bs = 16;
   const auto plan = bench_plan(posenc::rope_style::half_split);
@@ -165,10 +172,14 @@ void BM_RopeQkAppendKvDecode(benchmark::State& state) {
   const std::size_t bytes = static_cast<std::size_t>(hq * d) * sizeof(float) +
                             static_cast<std::size_t>(2 * hk * d) * (sizeof(float) + sizeof(T)) / 2;
   namespace plain = posenc_bench::plain;
+  auto step = posenc::bind_rope_qk_append_kv(cache, q, k, v, kcv, vcv);
   posenc_bench::run_paired(
       state, bytes,
       [&] {
-        posenc::rope_qk_append_kv(cache, q, k, v, kcv, vcv, kPos, posenc::kv_slots::paged(slot, 1, 1));
+        if constexpr (Bound)
+          step.run(kPos, posenc::kv_slots::paged(slot, 1, 1));
+        else
+          posenc::rope_qk_append_kv(cache, q, k, v, kcv, vcv, kPos, posenc::kv_slots::paged(slot, 1, 1));
         benchmark::DoNotOptimize(kc.data());
       },
       [&] {
@@ -304,8 +315,9 @@ struct append_setup {
 
 /// K rotated and V copied from a fused float QKV buffer into a paged cache of T through a slot mapping, one
 /// rope_append_kv call: reads k and v (float), writes them once (T). Unfused: apply_rope into a T scratch, then
-/// both copied by slot (two posenc calls and a copy: a composition, shown without a plain loop).
-template <class T, bool Fused>
+/// both copied by slot (two posenc calls and a copy: a composition, shown without a plain loop). Bound: the
+/// views bound once (bind_rope_append_kv), each call checking its positions and slots only.
+template <class T, bool Fused, bool Bound = false>
 void BM_RopeAppendKvPaged(benchmark::State& state) {
   const append_setup a(state.range(0), state.range(1));
   const index_t n = a.n, l = a.l, hk = a.hk, d = a.d, bs = a.bs;
@@ -314,8 +326,12 @@ void BM_RopeAppendKvPaged(benchmark::State& state) {
   posenc_bench::buffer<T> kc(a.cache_elems()), vc(kc.size()), tmp(static_cast<std::size_t>(n * l * hk * d));
   const posenc::strided_view<T, 4> kcv(kc.data(), {a.blocks, bs, hk, d}), vcv(vc.data(), {a.blocks, bs, hk, d});
   const auto slot_map = posenc::kv_slots::paged(a.slots.data(), n, l);
+  auto step = posenc::bind_rope_append_kv(cache, a.k, a.v, kcv, vcv);
   const auto fused = [&] {
-    posenc::rope_append_kv(cache, a.k, a.v, kcv, vcv, kPos, slot_map);
+    if constexpr (Bound)
+      step.run(kPos, slot_map);
+    else
+      posenc::rope_append_kv(cache, a.k, a.v, kcv, vcv, kPos, slot_map);
     benchmark::DoNotOptimize(kc.data());
     benchmark::DoNotOptimize(vc.data());
   };
@@ -417,6 +433,8 @@ const std::string S = posenc_bench::isa_suffix();
 // Both styles, every storage type, table and cache-free (fp32), over the token counts.
 BENCHMARK(BM_Rope<float, rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache" + S)->Apply(rope_tokens);
 BENCHMARK(BM_Rope<float, rope_style::half_split, false>)->Name("BM_RopeHalfSplitPlan" + S)->Apply(rope_tokens);
+BENCHMARK(BM_Rope<float, rope_style::half_split, true, true>)->Name("BM_RopeHalfSplitCacheBound" + S)
+    ->ArgNames({"N", "L", "H", "D"})->Args({1, 1, 32, 128})->Args({1, 16, 32, 128})->UseManualTime();
 BENCHMARK(BM_Rope<float, rope_style::interleaved, true>)->Name("BM_RopeInterleavedCache" + S)->Apply(rope_tokens);
 BENCHMARK(BM_Rope<float, rope_style::interleaved, false>)->Name("BM_RopeInterleavedPlan" + S)->Apply(rope_tokens);
 BENCHMARK(BM_Rope<Eigen::half, rope_style::half_split, true>)->Name("BM_RopeHalfSplitCacheHalf" + S)->Apply(rope_tokens);
@@ -433,13 +451,19 @@ BENCHMARK(BM_RopeIntoCache<Eigen::bfloat16>)->Name("BM_RopeFloatIntoBf16Cache" +
 // Decode: one token, 32 q + 8 kv heads of a fused QKV buffer; and the whole layer step into a 16-bit cache.
 BENCHMARK(BM_RopeDecodeFusedQk<true>)->Name("BM_RopeDecodeFusedQkCache" + S)->UseManualTime();
 BENCHMARK(BM_RopeDecodeFusedQk<false>)->Name("BM_RopeDecodeFusedQkPlan" + S)->UseManualTime();
+BENCHMARK(BM_RopeDecodeFusedQk<true, true>)->Name("BM_RopeDecodeFusedQkCacheBound" + S)->UseManualTime();
 BENCHMARK(BM_RopeQkAppendKvDecode<Eigen::half>)->Name("BM_RopeQkAppendKvDecodeHalf" + S)->UseManualTime();
 BENCHMARK(BM_RopeQkAppendKvDecode<Eigen::bfloat16>)->Name("BM_RopeQkAppendKvDecodeBf16" + S)->UseManualTime();
+// The same steps with the views bound once (posenc/binding.hpp).
+BENCHMARK(BM_RopeQkAppendKvDecode<Eigen::half, true>)->Name("BM_RopeQkAppendKvDecodeHalfBound" + S)->UseManualTime();
+BENCHMARK(BM_RopeQkAppendKvDecode<Eigen::bfloat16, true>)->Name("BM_RopeQkAppendKvDecodeBf16Bound" + S)->UseManualTime();
 // Fused RoPE + paged KV-cache append (prefill of 4096 tokens; a decode step of 64 sequences), and unfused.
 BENCHMARK(BM_RopeAppendKvPaged<Eigen::half, true>)->Name("BM_RopeAppendKvPagedHalf" + S)->Apply(append_shapes);
 BENCHMARK(BM_RopeAppendKvPaged<Eigen::bfloat16, true>)->Name("BM_RopeAppendKvPagedBf16" + S)->Apply(append_shapes);
 BENCHMARK(BM_RopeAppendKvPaged<Eigen::half, false>)->Name("BM_RopeAppendKvPagedHalfUnfused" + S)->Apply(append_shapes);
 BENCHMARK(BM_RopeAppendKvPaged<float, true>)->Name("BM_RopeAppendKvPagedFloat" + S)->Apply(append_shapes);
+BENCHMARK(BM_RopeAppendKvPaged<Eigen::half, true, true>)->Name("BM_RopeAppendKvPagedHalfBound" + S)
+    ->ArgNames({"N", "L"})->Args({64, 1})->UseManualTime();
 BENCHMARK(BM_RopeAppendKvPagedInt8)->Name("BM_RopeAppendKvPagedInt8" + S)->Apply(append_shapes);
 BENCHMARK(BM_RopeAppendKvPagedFp8)->Name("BM_RopeAppendKvPagedFp8" + S)->Apply(append_shapes);
 BENCHMARK(BM_Mrope)->Name("BM_MropeChunked" + S)->Apply(prefill);

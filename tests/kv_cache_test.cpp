@@ -357,6 +357,138 @@ TEST_P(KvCache, StreamingCallsEqualTokenByTokenCalls) {
   }
 }
 
+// A binding (posenc/binding.hpp) checks the views once and each step only its positions and slots: every
+// step must write what the unbound call writes, bit for bit, with or without q, paged (padding slots included)
+// or contiguous; and K of one step against the long-double formula.
+TEST_P(KvCache, BoundStepsEqualUnboundCalls) {
+  const index_t N = 3, L = 1, Hq = 4, Hk = 2, D = 40, bs = 4, blocks = 6;
+  for (const bool inter : {false, true}) {
+    SCOPED_TRACE(inter ? "interleaved" : "half_split");
+    posenc::rope_config cfg;
+    cfg.head_dim = D;
+    cfg.style = inter ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+    const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), 512);
+    Qkv x(N, L, Hq, Hk, D, 21), y = x;
+    const Eigen::half sentinel(-7.0f);
+    const auto fresh = [&] { return std::vector<Eigen::half>(static_cast<std::size_t>(blocks * bs * Hk * D), sentinel); };
+    std::vector<Eigen::half> kc = fresh(), vc = fresh(), kc1 = fresh(), vc1 = fresh();
+    const auto view = [&](std::vector<Eigen::half>& c) {
+      return posenc::strided_view<Eigen::half, 4>(c.data(), {blocks, bs, Hk, D});
+    };
+    auto step = posenc::bind_rope_qk_append_kv(cache, x.q(), x.k(), x.v(), view(kc), view(vc));
+    ASSERT_TRUE(step.ok());
+    EXPECT_EQ(step.batch(), N);
+    EXPECT_EQ(step.length(), L);
+    // Three decode steps: positions advance, slots move, sequence 1 is padding in the second.
+    const std::int64_t lens[3][3] = {{5, 0, 300}, {6, 1, 301}, {7, 2, 302}};
+    const std::int64_t slots[3][3] = {{0, 9, 23}, {1, -1, 22}, {2, 10, 4}};
+    for (int t = 0; t < 3; ++t) {
+      const auto pos = posenc::positions::per_sequence(lens[t], N);
+      Qkv in = x;  // this step's inputs (q is rotated in place)
+      ASSERT_TRUE(step.try_run(pos, posenc::kv_slots::paged(slots[t], N, L)).ok());
+      ASSERT_TRUE(posenc::try_rope_qk_append_kv(cache, y.q(), y.k(), y.v(), view(kc1), view(vc1), pos,
+                                                posenc::kv_slots::paged(slots[t], N, L))
+                      .ok());
+      ASSERT_EQ(x.buf, y.buf) << "q, step " << t;
+      for (std::size_t i = 0; i < kc.size(); ++i) {
+        ASSERT_EQ(bits(kc[i]), bits(kc1[i])) << "k_cache element " << i << ", step " << t;
+        ASSERT_EQ(bits(vc[i]), bits(vc1[i])) << "v_cache element " << i << ", step " << t;
+      }
+      const index_t n = 2;
+      const std::int64_t s = slots[t][n];
+      for (index_t h = 0; h < Hk; ++h) {
+        const std::vector<ld> ref = rope_row(&in.k()(n, 0, h, 0), D, D, lens[t][n], 10000.0, inter);
+        for (index_t e = 0; e < D; ++e) {
+          const double want = static_cast<double>(ref[static_cast<std::size_t>(e)]);
+          EXPECT_NEAR(static_cast<float>(view(kc)(s / bs, s % bs, h, e)), want, std::ldexp(std::fabs(want), -11) + 4e-6);
+        }
+      }
+    }
+    EXPECT_EQ(bits(view(kc)(22 / bs, 22 % bs, 0, 0)), bits(view(kc1)(22 / bs, 22 % bs, 0, 0)));
+
+    // Without q, into contiguous float caches [N, 8, Hk, D] after each sequence's cached length.
+    std::vector<float> fk(static_cast<std::size_t>(N * 8 * Hk * D), 5.0f), fv = fk, fk1 = fk, fv1 = fk;
+    const auto fview = [&](std::vector<float>& c) { return posenc::strided_view<float, 4>(c.data(), {N, 8, Hk, D}); };
+    const posenc::strided_view<const float, 4> k(x.k()), v(x.v());
+    posenc::rope_append_kv_binding<posenc::rope_cache<float>, const posenc::strided_view<const float, 4>,
+                                   const posenc::strided_view<const float, 4>, posenc::strided_view<float, 4>,
+                                   posenc::strided_view<float, 4>>
+        kv;  // declared empty, as an engine's member, then bound
+    EXPECT_FALSE(kv.ok());
+    kv = posenc::try_bind_rope_append_kv(cache, k, v, fview(fk), fview(fv));
+    ASSERT_TRUE(kv.ok());
+    for (int t = 0; t < 3; ++t) {
+      const std::int64_t cached[3] = {t, 2 * t, 7};
+      const auto pos = posenc::positions::per_sequence(cached, N);
+      kv.run(pos, posenc::kv_slots::contiguous(cached, N));
+      posenc::rope_append_kv(cache, k, v, fview(fk1), fview(fv1), pos, posenc::kv_slots::contiguous(cached, N));
+      ASSERT_EQ(fk, fk1) << "step " << t;
+      ASSERT_EQ(fv, fv1) << "step " << t;
+    }
+  }
+}
+
+// Views the unbound call rejects are rejected at binding with its message (and every run repeats it); a run
+// checks its positions and slots against the bound N, L and caches, and writes nothing when they fail.
+TEST_P(KvCache, BindingRejectsWhatTheCallRejects) {
+  const index_t N = 2, L = 1, Hk = 2, D = 8;
+  Qkv x(N, L, 2, Hk, D, 1);
+  posenc::rope_config cfg;
+  cfg.head_dim = D;
+  const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), 16);
+  std::vector<float> kc(static_cast<std::size_t>(2 * 4 * Hk * D), 5.0f), vc = kc;
+  posenc::strided_view<float, 4> kcv(kc.data(), {2, 4, Hk, D}), vcv(vc.data(), {2, 4, Hk, D});
+  const Qkv before = x;
+  const std::int64_t lens[2] = {3, 4}, ok_slots[2] = {1, 2}, bad_slots[2] = {2, 8}, three[3] = {0, 1, 2};
+  const auto pos = posenc::positions::per_sequence(lens, N);
+
+  const auto bad = posenc::try_bind_rope_append_kv(cache, x.k(), x.v(), kcv, kcv);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.bind_status().message(), "posenc::rope_append_kv: v_cache overlaps k_cache");
+  auto bad_copy = bad;
+  const posenc::status again = bad_copy.try_run(pos, posenc::kv_slots::paged(ok_slots, N, L));
+  EXPECT_EQ(again.message(), "posenc::rope_append_kv: v_cache overlaps k_cache");
+  const auto bad_q = posenc::try_bind_rope_qk_append_kv(cache, x.v(), x.k(), x.v(), kcv, vcv);
+  EXPECT_EQ(bad_q.bind_status().message(), "posenc::rope_qk_append_kv: q and k or v start at one element");
+  try {
+    static_cast<void>(posenc::bind_rope_append_kv(cache, x.k(), x.v(), kcv.slice(2, 0, 1), vcv));
+    FAIL() << "no exception";
+  } catch (const posenc::argument_error& e) {
+    EXPECT_STREQ(e.what(), "posenc::rope_append_kv: k_cache (heads, head dim)=(1, 8) does not match k (2, 8)");
+  }
+  decltype(bad_copy) empty;
+  EXPECT_EQ(empty.try_run(pos, posenc::kv_slots::paged(ok_slots, N, L)).message(),
+            "posenc::rope_append_kv: the binding is empty (make it with try_bind_rope_append_kv)");
+
+  auto step = posenc::bind_rope_qk_append_kv(cache, x.q(), x.k(), x.v(), kcv, vcv);
+  struct Case {
+    posenc::status s;
+    const char* text;
+  };
+  const std::int64_t late[2] = {3, 16};
+  const Case cases[] = {
+      {step.try_run(pos, posenc::kv_slots::paged(bad_slots, N, L)),
+       "posenc::rope_qk_append_kv: slot_mapping[1, 0]=8 is outside [-1, 8) (num_blocks * block_size)"},
+      {step.try_run(pos, posenc::kv_slots::contiguous(lens, N)),
+       "posenc::rope_qk_append_kv: cached length[1]=4 + L=1 exceeds the cache's max_len=4"},
+      {step.try_run(posenc::positions::per_sequence(late, N), posenc::kv_slots::paged(ok_slots, N, L)),
+       "posenc::rope_qk_append_kv: position 16 is past the cache of 16 positions"},
+      {step.try_run(posenc::positions::per_sequence(three, 3), posenc::kv_slots::paged(ok_slots, N, L)),
+       "posenc::rope_qk_append_kv: positions per_sequence count=3 does not match batch N=2"},
+      {step.try_run(pos, posenc::kv_slots::paged(three, 3, L)), "posenc::rope_qk_append_kv: slots batch=3 does not match N=2"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.s.code(), posenc::errc::invalid_argument);
+    EXPECT_EQ(c.s.message(), c.text);
+  }
+  for (float v : kc) ASSERT_EQ(v, 5.0f);
+  for (float v : vc) ASSERT_EQ(v, 5.0f);
+  ASSERT_EQ(x.buf, before.buf);
+  EXPECT_THROW(step.run(pos, posenc::kv_slots::paged(bad_slots, N, L)), posenc::argument_error);
+  step.run(pos, posenc::kv_slots::paged(ok_slots, N, L));
+  EXPECT_NE(x.buf, before.buf);  // q rotated
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, KvCache, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 using TableView = IsaOnlyTest;

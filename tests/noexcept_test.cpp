@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <posenc/alibi.hpp>
+#include <posenc/binding.hpp>
 #include <posenc/io/gguf.hpp>
 #include <posenc/kv_cache.hpp>
 #include <posenc/learned.hpp>
@@ -108,6 +109,18 @@ int main() {
                                       posenc::kv_slots::paged(bad_slots.data(), 2, 3)),
            "posenc::rope_append_kv: slot_mapping[1, 2]=16 is outside");
   CHECK(kc == kc_before);
+  // Bound calls (posenc/binding.hpp): the views checked once, each run's positions and slots.
+  auto layer = posenc::try_bind_rope_append_kv(plan, xv, xv, kcv, vcv);
+  CHECK(layer.ok());
+  REJECTED(layer.try_run(posenc::positions::offset(0), posenc::kv_slots::paged(bad_slots.data(), 2, 3)),
+           "posenc::rope_append_kv: slot_mapping[1, 2]=16 is outside");
+  CHECK(kc == kc_before);
+  REJECTED(posenc::try_bind_rope_append_kv(plan, xv, xv, kcv, kcv).bind_status(), "posenc::rope_append_kv: v_cache overlaps k_cache");
+  const auto rot = posenc::try_bind_apply_rope(cache, xv);
+  const std::vector<float> x_before = x;
+  REJECTED(rot.try_run(posenc::positions::offset(62)), "posenc::apply_rope: position 64 is past the cache");
+  CHECK(x == x_before);
+  CHECK(rot.try_run(posenc::positions::offset(1)).ok() && x != x_before);
   std::vector<std::int8_t> codes(x.size(), 1);
   std::vector<float> scales(2 * 3 * 2);
   CHECK(posenc::try_apply_rope_quantized(plan, xv, posenc::strided_view<std::int8_t, 4>(codes.data(), {2, 3, 2, 16}),

@@ -18,6 +18,7 @@
 #include "posenc/detail/check.hpp"
 #include "posenc/detail/kernels/entries.hpp"
 #include "posenc/detail/kernels/params.hpp"
+#include "posenc/detail/rope_checks.hpp"
 #include "posenc/detail/throw.hpp"
 #include "posenc/positions.hpp"
 #include "posenc/rope.hpp"
@@ -167,15 +168,11 @@ bool quick_append(const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut
   return max_pos < max_positions_of(freq);
 }
 
-/// Checks a KV-cache append: the source, q (when not null: rotated in place, rope_qk_append_kv), k and v
-/// against their caches and each other, the positions and the slots; sets the token map and the largest
-/// position.
+/// check_append's rules on the views: the source, q (when not null: rotated in place, rope_qk_append_kv), k
+/// and v against their caches and each other. Everything but the positions and the slots (check_append_step).
 template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
-status check_append(const char* fn, const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& tk,
-                    const rope_io<VIn, VOut>& tv, const positions& pos, const kv_slots& slots, token_map& map,
-                    index_t& max_pos) {
-  if (quick_append(freq, q, tk, tv, pos, max_pos))
-    return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
+status check_append_views(const char* fn, const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& tk,
+                          const rope_io<VIn, VOut>& tv) {
   POSENC_TRY(check_source(fn, freq));
   const rope_geometry g = geom_of(freq);
   POSENC_TRY(check_cache_pair(fn, "k", "k_cache", tk.in, tk.out));
@@ -193,19 +190,39 @@ status check_append(const char* fn, const F& freq, const rope_io<Q, Q>* q, const
   if (spans_overlap(tv.in, tk.out)) return fail(fn, "k_cache overlaps v");
   if (q != nullptr) {
     // q and k (or v) of a fused QKV buffer interleave token by token, so their spans overlap; only their
-    // elements must not (not checked: check_rope_call's rule for several targets, distinct starts, holds).
-    index_t q_max = -1;
-    POSENC_TRY(check_rope_call(fn, g, pos, std::array<rope_io<Q, Q>, 1>{*q}, {"q", "q"}, q_max));
+    // elements must not (not checked: check_targets' rule for several targets, distinct starts, holds).
+    POSENC_TRY(check_targets(fn, g.head_dim, std::array<rope_io<Q, Q>, 1>{*q}, {"q", "q"}));
     POSENC_TRY(check_same_tokens(fn, "q", q->in.extent(0), q->in.extent(1), "k", tk.in.extent(0), tk.in.extent(1)));
     if (spans_overlap(q->out, tk.out) || spans_overlap(q->out, tv.out)) return fail(fn, "q overlaps a cache");
     if (static_cast<const void*>(q->out.data()) == static_cast<const void*>(tk.in.data()) ||
         static_cast<const void*>(q->out.data()) == static_cast<const void*>(tv.in.data()))
       return fail(fn, "q and k or v start at one element");
   }
-  POSENC_TRY(validate_positions(fn, pos, tk.in.extent(0), tk.in.extent(1), max_pos));
+  return {};
+}
+
+/// check_append's rules on one step of checked views: the positions of the (n, l) new tokens inside the
+/// source, the slots inside the cache of extents (dim0, dim1); sets the token map and the largest position.
+template <class F>
+status check_append_step(const char* fn, const F& freq, const positions& pos, const kv_slots& slots, index_t n,
+                         index_t l, index_t dim0, index_t dim1, token_map& map, index_t& max_pos) {
+  POSENC_TRY(validate_positions(fn, pos, n, l, max_pos));
   if (max_pos >= max_positions_of(freq))
     return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
-  return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
+  return check_kv_slots(fn, slots, n, l, dim0, dim1, map);
+}
+
+/// Checks a KV-cache append (check_append_views, then check_append_step); sets the token map and the largest
+/// position.
+template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
+status check_append(const char* fn, const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& tk,
+                    const rope_io<VIn, VOut>& tv, const positions& pos, const kv_slots& slots, token_map& map,
+                    index_t& max_pos) {
+  if (quick_append(freq, q, tk, tv, pos, max_pos))
+    return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
+  POSENC_TRY(check_append_views(fn, freq, q, tk, tv));
+  return check_append_step(fn, freq, pos, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1),
+                           map, max_pos);
 }
 
 /// check_append without q (rope_append_kv and its quantised form).

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "posenc/alibi.hpp"        // IWYU pragma: export
+#include "posenc/binding.hpp"      // IWYU pragma: export
 #include "posenc/config.hpp"       // IWYU pragma: export
 #include "posenc/dispatch.hpp"     // IWYU pragma: export
 #include "posenc/eigen.hpp"        // IWYU pragma: export
