@@ -132,7 +132,8 @@ struct rope_shape {
   index_t d, r, off, n, l, h, sf, pad_h, pad_l;
 };
 
-rope_shape random_shape(std::mt19937_64& g) {
+/// one_token: N = L = 1 (a decode step's call, which rope_rows rotates straight from the table row).
+rope_shape random_shape(std::mt19937_64& g, bool one_token = false) {
   rope_shape s{};
   s.style = g() % 2 ? posenc::rope_style::half_split : posenc::rope_style::interleaved;
   s.r = 2 * static_cast<index_t>(1 + g() % 40);          // 2 .. 80: most are not multiples of 16 pairs
@@ -144,6 +145,7 @@ rope_shape random_shape(std::mt19937_64& g) {
   s.sf = g() % 5 == 0 ? 2 : 1;
   s.pad_h = g() % 3 == 0 ? static_cast<index_t>(g() % 4) : 0;
   s.pad_l = g() % 3 == 0 ? static_cast<index_t>(g() % 5) : 0;
+  if (one_token) s.n = s.l = 1;
   return s;
 }
 
@@ -161,9 +163,9 @@ double rot_tol(ld mag_ab, ld ref, bool float_table) {
 }
 
 template <class In, class Out>
-void rope_case(std::mt19937_64& g, int idx) {
+void rope_case(std::mt19937_64& g, int idx, bool one_token = false) {
   constexpr bool same = std::is_same_v<In, Out>;
-  const rope_shape s = random_shape(g);
+  const rope_shape s = random_shape(g, one_token);
   posenc::rope_config cfg;
   cfg.head_dim = s.d;
   cfg.rotary_dim = s.r;
@@ -259,6 +261,19 @@ TEST_P(Kernels, RopeRandomShapesEveryDtypeAndPath) {
     rope_case<double, double>(g, i);
     rope_case<Eigen::half, Eigen::half>(g, i);
     rope_case<Eigen::bfloat16, Eigen::bfloat16>(g, i);
+  }
+}
+
+// One token (N = L = 1), every style, window, stride and path: in place from a table of the arithmetic type,
+// half-split, rope_rows rotates straight from the table row (rope_token_in_place), not through its per-token
+// driver; both against the formula.
+TEST_P(Kernels, RopeOneTokenEveryDtypeAndPath) {
+  std::mt19937_64 g(4321 + static_cast<unsigned>(GetParam()));
+  for (int i = 0; i < 100; ++i) {
+    rope_case<float, float>(g, i, true);
+    rope_case<double, double>(g, i, true);
+    rope_case<Eigen::half, Eigen::half>(g, i, true);
+    rope_case<Eigen::bfloat16, Eigen::bfloat16>(g, i, true);
   }
 }
 

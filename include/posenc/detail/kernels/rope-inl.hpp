@@ -629,6 +629,16 @@ index_t next_token_bytes(bool on, const strided_view<T, 4>& v, index_t n, index_
 /// (in L3) the plain loop with the same prefetch read 0.88-0.95 of itself without, hence off below.
 inline bool streams(index_t bytes) { return bytes > rope_stream_bytes; }
 
+/// One token's heads of one in-place target, half-split, straight from a table row of the arithmetic type.
+/// Out of line: inlined into rope_rows, the rotation loop kept its cos/sin pointers on the stack (the driver's
+/// registers were taken) and ran slower than the driver's own path.
+template <class A, class T>
+POSENC_NOINLINE void rope_token_in_place(T* x, index_t hi, index_t si, index_t heads, index_t pairs, const A* cos,
+                                         const A* sin, A sign) {
+  rope_heads(rope_style::half_split, x, hi, si, x, hi, si, heads, pairs, 0, pairs, cos, sin, static_cast<const A*>(nullptr),
+             static_cast<const A*>(nullptr), sign, true, 0, no_epilogue{});
+}
+
 /// Rotates every target: all share N and L (q and k of one batch), their positions and the window
 /// [offset, offset + 2*pairs) of the head; target k uses the source's variant[k] (xPos: 0 for queries, 1 for
 /// keys). `Pos::at(n, l)` yields what the source takes: one position, a signed delta or three positions.
@@ -639,6 +649,19 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   using A = rope_acc_t<Source, In, Out>;
   const index_t n_batch = io[0].in.extent(0);
   const index_t n_len = io[0].in.extent(1);
+  if constexpr (std::is_same_v<Source, table_src<A>> && std::is_same_v<In, Out>) {
+    // One token in place, half-split, from a table row of the arithmetic type (a decode step's q and k): the
+    // heads rotate straight from the table, without the per-token machinery below.
+    bool direct = n_batch == 1 && n_len == 1 && style == rope_style::half_split && src.pair_stride == 1;
+    for (const auto& t : io) direct = direct && t.in_place();
+    if (direct) {
+      const index_t row = pos.at(0, 0) * src.row_stride;
+      for (const auto& t : io)
+        rope_token_in_place(&t.out(0, 0, 0, offset), t.out.stride(2), t.out.stride(3), t.out.extent(2), pairs,
+                            src.cos + row, src.sin + row, static_cast<A>(sign));
+      return;
+    }
+  }
   source_rows<Source, A, std::decay_t<decltype(pos.at(0, 0))>> rows(src, style, pairs, static_cast<A>(sign));
   // Rows of double from DRAM go one head at a time (two streams, as the plain loop): with two heads sharing each
   // cos/sin load, [1, 4096, 32, 128] double in place measured 0.79 of the plain loop, one head 1.00; at 512 tokens
