@@ -20,24 +20,6 @@ using posenc::index_t;
 using namespace posenc_test;
 using ld = long double;
 
-/// A fused QKV buffer [N, L, (Hq + 2 Hk) * D] of random floats.
-struct Fused {
-  index_t n, l, hq, hk, d;
-  std::vector<float> buf;
-  Fused(index_t n_, index_t l_, index_t hq_, index_t hk_, index_t d_, unsigned seed)
-      : n(n_), l(l_), hq(hq_), hk(hk_), d(d_), buf(static_cast<std::size_t>(n_ * l_ * (hq_ + 2 * hk_) * d_)) {
-    std::mt19937 g(seed);
-    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-    for (auto& v : buf) v = u(g);
-  }
-  index_t row() const { return (hq + 2 * hk) * d; }
-  posenc::strided_view<float, 4> part(index_t head0, index_t heads) {
-    return {buf.data() + head0 * d, {n, l, heads, d}, {l * row(), row(), d, 1}};
-  }
-  posenc::strided_view<float, 4> q() { return part(0, hq); }
-  posenc::strided_view<float, 4> k() { return part(hq, hk); }
-};
-
 /// Half-split RoPE of one head row at position p, base 10000, long double.
 std::vector<ld> rope_row(const float* x, index_t d, index_t p) {
   std::vector<ld> y(x, x + d);
@@ -67,7 +49,7 @@ TEST_P(Binding, RopeRunsEqualUnboundCalls) {
   const posenc::rope_geometry g{D, D, 0, posenc::rope_style::half_split};
   const auto table = posenc::rope_table_view<float>::cos_sin_cache(cos_sin.data(), 600, g);
 
-  Fused x(N, L, Hq, Hk, D, 3), y = x;
+  Qkv x(N, L, Hq, Hk, D, 3), y = x;
   std::vector<Eigen::half> out(static_cast<std::size_t>(N * L * Hk * D)), out1 = out;
   const auto half_view = [&](std::vector<Eigen::half>& o) {
     return posenc::strided_view<Eigen::half, 4>(o.data(), {N, L, Hk, D});
@@ -87,7 +69,7 @@ TEST_P(Binding, RopeRunsEqualUnboundCalls) {
     const auto pos = posenc::positions::per_sequence(lens[t], N);
     for (index_t i = 0; i < N * L; ++i) ids[static_cast<std::size_t>(i)] = lens[t][i / L] + (i % L == 0 ? 1 : 0);
     const auto tok = posenc::positions::per_token(ids.data(), N, L);
-    const Fused in = x;
+    const Qkv in = x;
 
     qk.run(pos);
     posenc::apply_rope_qk(cache, y.q(), y.k(), pos);
@@ -103,7 +85,7 @@ TEST_P(Binding, RopeRunsEqualUnboundCalls) {
     for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(static_cast<float>(out[i]), static_cast<float>(out1[i])) << i;
 
     // The first run of this step against the formula: q after qk.run and q_plan.run is rotated twice.
-    Fused once = in;
+    Qkv once = in;
     auto ref_qk = posenc::bind_apply_rope_qk(cache, once.q(), once.k());
     ref_qk.run(pos);
     for (index_t n = 0; n < N; ++n)
@@ -117,8 +99,8 @@ TEST_P(Binding, RopeRunsEqualUnboundCalls) {
 
 TEST_P(Binding, RopeRejectsWhatTheCallRejects) {
   const index_t N = 2, L = 1, D = 8;
-  Fused x(N, L, 2, 1, D, 4);
-  const Fused before = x;
+  Qkv x(N, L, 2, 1, D, 4);
+  const Qkv before = x;
   posenc::rope_config cfg;
   cfg.head_dim = 2 * D;
   const posenc::rope_cache<float> wide(posenc::make_rope_plan(cfg), 16);

@@ -42,25 +42,6 @@ std::uint16_t bits(T v) {
   return u;
 }
 
-/// A fused QKV buffer [N, L, (Hq + 2 Hk) * D] of random floats and its q, k, v views.
-struct Qkv {
-  index_t n, l, hq, hk, d;
-  std::vector<float> buf;
-  Qkv(index_t n_, index_t l_, index_t hq_, index_t hk_, index_t d_, unsigned seed)
-      : n(n_), l(l_), hq(hq_), hk(hk_), d(d_), buf(static_cast<std::size_t>(n_ * l_ * (hq_ + 2 * hk_) * d_)) {
-    std::mt19937 g(seed);
-    std::uniform_real_distribution<float> u(-1.5f, 1.5f);
-    for (auto& v : buf) v = u(g);
-  }
-  index_t row() const { return (hq + 2 * hk) * d; }
-  posenc::strided_view<float, 4> part(index_t head0, index_t heads) {
-    return {buf.data() + head0 * d, {n, l, heads, d}, {l * row(), row(), d, 1}};
-  }
-  posenc::strided_view<float, 4> q() { return part(0, hq); }
-  posenc::strided_view<float, 4> k() { return part(hq, hk); }
-  posenc::strided_view<float, 4> v() { return part(hq + hk, hk); }
-};
-
 using KvCache = IsaOnlyTest;
 
 // Block sizes 4 (a power of two: the slot splits by shift and mask) and 3 (by division).

@@ -468,4 +468,23 @@ inline const ln_case& golden_ln() {
 }
 
 
+/// A fused QKV buffer [N, L, (Hq + 2 Hk) * D] of random floats and its q, k, v views.
+struct Qkv {
+  posenc::index_t n, l, hq, hk, d;
+  std::vector<float> buf;
+  Qkv(posenc::index_t n_, posenc::index_t l_, posenc::index_t hq_, posenc::index_t hk_, posenc::index_t d_, unsigned seed)
+      : n(n_), l(l_), hq(hq_), hk(hk_), d(d_), buf(static_cast<std::size_t>(n_ * l_ * (hq_ + 2 * hk_) * d_)) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+    for (auto& v : buf) v = u(g);
+  }
+  posenc::index_t row() const { return (hq + 2 * hk) * d; }
+  posenc::strided_view<float, 4> part(posenc::index_t head0, posenc::index_t heads) {
+    return {buf.data() + head0 * d, {n, l, heads, d}, {l * row(), row(), d, 1}};
+  }
+  posenc::strided_view<float, 4> q() { return part(0, hq); }
+  posenc::strided_view<float, 4> k() { return part(hq, hk); }
+  posenc::strided_view<float, 4> v() { return part(hq + hk, hk); }
+};
+
 }  // namespace posenc_test

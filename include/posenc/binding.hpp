@@ -50,8 +50,9 @@ class rope_binding {
   bool ok() const noexcept { return freq_ != nullptr; }
   /// Why binding failed (the unbound call's message for the same views); ok when it did not.
   const status& bind_status() const noexcept { return bind_status_; }
-  /// N and L: the positions of every run describe (N, L) tokens.
+  /// N: the sequences every run's positions describe.
   index_t batch() const noexcept { return targets_[0].in.extent(0); }
+  /// L: the tokens per sequence every run's positions describe.
   index_t length() const noexcept { return targets_[0].in.extent(1); }
 
   /// One step: the bound views rotated at `pos` (apply_rope / apply_rope_qk). Fails with invalid_argument,
@@ -69,6 +70,7 @@ class rope_binding {
     if (max_pos >= 0) detail::run_rope(*freq_, pos, 1.0, targets_);
     return {};
   }
+  /// As try_run; throws argument_error.
   void run(const positions& pos) const { detail::throw_if_error(try_run(pos)); }
 
  private:
@@ -103,8 +105,9 @@ class kv_append_binding {
   bool ok() const noexcept { return freq_ != nullptr; }
   /// Why binding failed (the message the unbound call gives for the same views); ok when it did not.
   const status& bind_status() const noexcept { return bind_status_; }
-  /// N and L: the sequences and new tokens per sequence every step passes.
+  /// N: the sequences every step's positions and slots describe.
   index_t batch() const noexcept { return k_.in.extent(0); }
+  /// L: the new tokens per sequence every step's positions and slots describe.
   index_t length() const noexcept { return k_.in.extent(1); }
 
   /// One step: k rotated into its cache slots and v copied into theirs (q rotated in place when bound), as
@@ -125,6 +128,7 @@ class kv_append_binding {
     detail::run_append(*freq_, HasQ ? &q_ : nullptr, k_, v_, pos);
     return {};
   }
+  /// As try_run; throws argument_error.
   void run(const positions& pos, const kv_slots& slots) { detail::throw_if_error(try_run(pos, slots)); }
 
  private:
