@@ -27,7 +27,13 @@ POSENC_BEGIN_NAMESPACE
 namespace detail {
 struct kv_binder;
 struct rope_binder;
+
+/// A run of a binding that does not run: why binding failed, or that it was never made.
+inline status unbound(const char* fn, const status& bind_status) {
+  if (!bind_status.ok()) return bind_status;
+  return fail(fn, "the binding is empty (make it with try_bind_", fn, ")");
 }
+}  // namespace detail
 
 /// apply_rope (one target: x in place, or in -> out) or apply_rope_qk (q and k in place) over views bound
 /// once: try_bind_apply_rope* checks the views (shapes, strides, the head dim against `freq`, a table view's
@@ -59,14 +65,10 @@ class rope_binding {
   /// writing nothing, when binding failed, or the positions do not match (N, L) or pass the source.
   status try_run(const positions& pos) const noexcept {
     const char* fn = K == 2 ? "apply_rope_qk" : "apply_rope";
-    if (freq_ == nullptr) {
-      if (!bind_status_.ok()) return bind_status_;
-      return detail::fail(fn, "the binding is empty (make it with try_bind_", fn, ")");
-    }
+    if (freq_ == nullptr) return detail::unbound(fn, bind_status_);
     index_t max_pos = -1;
     POSENC_TRY(detail::validate_positions(fn, pos, batch(), length(), max_pos));
-    if (max_pos >= detail::max_positions_of(*freq_))
-      return detail::fail(fn, "position ", max_pos, " is past the cache of ", detail::max_positions_of(*freq_), " positions");
+    POSENC_TRY(detail::check_max_position(fn, *freq_, max_pos));
     if (max_pos >= 0) detail::run_rope(*freq_, pos, 1.0, targets_);
     return {};
   }
@@ -116,10 +118,7 @@ class kv_append_binding {
   /// (N, L) or leave the cache.
   status try_run(const positions& pos, const kv_slots& slots) noexcept {
     const char* fn = HasQ ? "rope_qk_append_kv" : "rope_append_kv";
-    if (freq_ == nullptr) {
-      if (!bind_status_.ok()) return bind_status_;
-      return detail::fail(fn, "the binding is empty (make it with try_bind_", fn, ")");
-    }
+    if (freq_ == nullptr) return detail::unbound(fn, bind_status_);
     index_t max_pos = -1;
     POSENC_TRY(detail::check_append_step(fn, *freq_, pos, slots, k_.in.extent(0), k_.in.extent(1), k_.out.extent(0),
                                          k_.out.extent(1), k_.map, max_pos));

@@ -207,8 +207,7 @@ template <class F>
 status check_append_step(const char* fn, const F& freq, const positions& pos, const kv_slots& slots, index_t n,
                          index_t l, index_t dim0, index_t dim1, token_map& map, index_t& max_pos) {
   POSENC_TRY(validate_positions(fn, pos, n, l, max_pos));
-  if (max_pos >= max_positions_of(freq))
-    return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
+  POSENC_TRY(check_max_position(fn, freq, max_pos));
   return check_kv_slots(fn, slots, n, l, dim0, dim1, map);
 }
 

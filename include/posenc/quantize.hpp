@@ -149,8 +149,7 @@ status try_apply_rope_quantized(const F& freq, X&& in, const strided_view<Code, 
   POSENC_TRY(detail::check_rope_call(fn, detail::geom_of(freq), pos,
                                      std::array<detail::rope_io<I, Code>, 1>{detail::quant_target(cin, codes)}, {"in", "codes"},
                                      max_pos));
-  if (max_pos >= detail::max_positions_of(freq))
-    return detail::fail(fn, "position ", max_pos, " is past the cache of ", detail::max_positions_of(freq), " positions");
+  POSENC_TRY(detail::check_max_position(fn, freq, max_pos));
   POSENC_TRY(detail::check_quant<Code>(fn, "codes", spec, cin.extent(2), cin.extent(3)));
   POSENC_TRY(detail::check_scales_out(fn, "scales", spec, scales, cin.extent(0), cin.extent(1), cin.extent(2)));
   if (detail::spans_overlap(cin, scales)) return detail::fail(fn, "scales overlaps in");

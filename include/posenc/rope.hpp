@@ -210,6 +210,15 @@ index_t max_positions_of(const F& f) {
   }
 }
 
+/// The largest position of a call (-1 for none) inside the source: a cache's or a table's rows; a plan has no
+/// bound. Every rotating entry's last position rule.
+template <class F>
+POSENC_ALWAYS_INLINE status check_max_position(const char* fn, const F& freq, index_t max_pos) {
+  if (max_pos >= max_positions_of(freq))
+    return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
+  return {};
+}
+
 
 template <std::size_t K>
 constexpr std::array<int, K> variants_of(int v) {
@@ -251,8 +260,7 @@ status rope_entry(const char* fn, const F& freq, const positions& pos, double si
   POSENC_TRY(check_source(fn, freq));
   index_t max_pos = -1;
   POSENC_TRY(check_rope_call(fn, geom_of(freq), pos, targets, names, max_pos));
-  if (max_pos >= max_positions_of(freq))
-    return fail(fn, "position ", max_pos, " is past the cache of ", max_positions_of(freq), " positions");
+  POSENC_TRY(check_max_position(fn, freq, max_pos));
   if (max_pos < 0) return {};
   run_rope(freq, pos, sign, targets);
   return {};
