@@ -202,6 +202,95 @@ TEST_P(KvCache, VArrivesWholeInEveryLayout) {
   }
 }
 
+template <class T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Half-split calls from a cos/sin table of the arithmetic type with contiguous features take each token straight
+// from its table row (the kernels' append_token): bit for bit the unfused apply_rope(q), apply_rope(k -> rows of
+// the cache's type) and a converting copy of v, which go through the general driver. Float, half and bfloat16
+// caches; with and without q; V heads contiguous (one span) or padded in the buffer and, by half as much, in
+// the cache (head by head); partial rotary dims; K heads with tail pairs (40) and past one chunk of pairs (320); a skipped slot.
+TEST_P(KvCache, TableRowsEqualTheUnfusedCalls) {
+  const auto run = [](auto cache_zero, index_t D, index_t rotary, index_t r_offset, index_t Dv, index_t v_pad, bool with_q) {
+    using C = decltype(cache_zero);
+    const index_t N = 2, L = 3, Hq = 3, Hk = 2, bs = 4, blocks = 3;
+    SCOPED_TRACE(testing::Message() << sizeof(C) << "-byte cache, D " << D << " rotary " << rotary << " at " << r_offset
+                                    << " Dv " << Dv << " V pad " << v_pad << (with_q ? " with q" : ""));
+    const index_t vrow = Dv + v_pad, crow = Dv + v_pad / 2;  // V's head strides in the buffer and in the cache
+    const index_t row = Hq * D + Hk * D + Hk * vrow;
+    std::mt19937 g(11);
+    std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+    std::vector<float> buf(static_cast<std::size_t>(N * L * row));
+    for (auto& x : buf) x = u(g);
+    std::vector<float> ref = buf;
+    const auto q_of = [&](std::vector<float>& b) {
+      return posenc::strided_view<float, 4>(b.data(), {N, L, Hq, D}, {L * row, row, D, 1});
+    };
+    const auto k_of = [&](std::vector<float>& b) {
+      return posenc::strided_view<float, 4>(b.data() + Hq * D, {N, L, Hk, D}, {L * row, row, D, 1});
+    };
+    const auto v_of = [&](std::vector<float>& b) {
+      return posenc::strided_view<float, 4>(b.data() + (Hq + Hk) * D, {N, L, Hk, Dv}, {L * row, row, vrow, 1});
+    };
+    posenc::rope_config cfg;
+    cfg.head_dim = D;
+    cfg.rotary_dim = rotary;
+    cfg.rotary_offset = r_offset;
+    const posenc::rope_cache<float> cache(posenc::make_rope_plan(cfg), 64);
+    const C sentinel(-7.0f);
+    std::vector<C> kc(static_cast<std::size_t>(blocks * bs * Hk * D), sentinel);
+    std::vector<C> vc(static_cast<std::size_t>(blocks * bs * Hk * crow), sentinel);
+    const posenc::strided_view<C, 4> kcv(kc.data(), {blocks, bs, Hk, D});
+    const posenc::strided_view<C, 4> vcv(vc.data(), {blocks, bs, Hk, Dv}, {bs * Hk * crow, Hk * crow, crow, 1});
+    const std::vector<std::int64_t> slots = {7, -1, 5, 2, 11, 6};
+    const std::vector<std::int64_t> lens = {4, 9};
+    const auto pos = posenc::positions::per_sequence(lens.data(), N);
+    const auto paged = posenc::kv_slots::paged(slots.data(), N, L);
+    if (with_q)
+      ASSERT_TRUE(posenc::try_rope_qk_append_kv(cache, q_of(buf), k_of(buf), v_of(buf), kcv, vcv, pos, paged).ok());
+    else
+      ASSERT_TRUE(posenc::try_rope_append_kv(cache, k_of(buf), v_of(buf), kcv, vcv, pos, paged).ok());
+
+    if (with_q) posenc::apply_rope(cache, q_of(ref), pos);
+    std::vector<C> kr(static_cast<std::size_t>(N * L * Hk * D));
+    posenc::apply_rope(cache, k_of(ref), posenc::strided_view<C, 4>(kr.data(), {N, L, Hk, D}), pos);
+    for (std::size_t i = 0; i < buf.size(); ++i) ASSERT_TRUE(same_bits(buf[i], ref[i])) << "buffer element " << i;
+    std::vector<bool> written(static_cast<std::size_t>(blocks * bs), false);
+    for (index_t n = 0; n < N; ++n)
+      for (index_t l = 0; l < L; ++l) {
+        const std::int64_t s = slots[static_cast<std::size_t>(n * L + l)];
+        if (s < 0) continue;
+        written[static_cast<std::size_t>(s)] = true;
+        for (index_t h = 0; h < Hk; ++h) {
+          for (index_t e = 0; e < D; ++e)
+            ASSERT_TRUE(same_bits(kcv(s / bs, s % bs, h, e), kr[static_cast<std::size_t>(((n * L + l) * Hk + h) * D + e)]))
+                << "k slot " << s << " h " << h << " e " << e;
+          for (index_t e = 0; e < Dv; ++e)
+            ASSERT_TRUE(same_bits(vcv(s / bs, s % bs, h, e), C(v_of(ref)(n, l, h, e)))) << "v slot " << s << " h " << h << " e " << e;
+          for (index_t e = Dv; e < crow; ++e)  // the cache's padding is not V's
+            ASSERT_TRUE(same_bits(vc[static_cast<std::size_t>(((s * Hk) + h) * crow + e)], sentinel)) << "v padding written";
+        }
+      }
+    for (index_t s = 0; s < blocks * bs; ++s)
+      if (!written[static_cast<std::size_t>(s)]) {
+        for (index_t i = 0; i < Hk * D; ++i) ASSERT_TRUE(same_bits(kc[static_cast<std::size_t>(s * Hk * D + i)], sentinel));
+        for (index_t i = 0; i < Hk * crow; ++i) ASSERT_TRUE(same_bits(vc[static_cast<std::size_t>(s * Hk * crow + i)], sentinel));
+      }
+  };
+  for (const bool with_q : {true, false}) {
+    run(float{}, 64, 64, 0, 64, 0, with_q);
+    run(Eigen::half{}, 64, 64, 0, 64, 0, with_q);
+    run(Eigen::bfloat16{}, 64, 64, 0, 64, 0, with_q);
+    run(Eigen::half{}, 40, 40, 0, 24, 8, with_q);  // tail pairs, padded V heads
+    run(Eigen::bfloat16{}, 40, 40, 0, 40, 4, with_q);
+    run(float{}, 320, 320, 0, 128, 0, with_q);      // past one chunk of pairs
+    run(Eigen::half{}, 128, 64, 0, 128, 0, with_q);  // partial rotary
+    run(Eigen::bfloat16{}, 96, 32, 48, 80, 16, with_q);  // a window inside the head
+  }
+}
+
 TEST_P(KvCache, RejectedCallsWriteNothing) {
   const index_t N = 2, L = 1, Hk = 2, D = 8;
   Qkv x(N, L, 2, Hk, D, 1);

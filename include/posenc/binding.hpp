@@ -123,7 +123,6 @@ class kv_append_binding {
     POSENC_TRY(detail::check_append_step(fn, *freq_, pos, slots, k_.in.extent(0), k_.in.extent(1), k_.out.extent(0),
                                          k_.out.extent(1), k_.map, max_pos));
     if (max_pos < 0) return {};
-    v_.map = k_.map;
     detail::run_append(*freq_, HasQ ? &q_ : nullptr, k_, v_, pos);
     return {};
   }

@@ -137,6 +137,37 @@ status check_cache_pair(const char* fn, const char* in_name, const char* cache_n
   return {};
 }
 
+/// Whether `pos` is an offset whose N x L tokens (n, l) lie inside the source's positions; sets max_pos (-1 for
+/// no token). Decided inline without forming a status (validate_positions and check_max_position were ~110
+/// instructions of a one-token append); false only sends the call through those rule-by-rule checks.
+template <class F>
+POSENC_ALWAYS_INLINE bool quick_offset(const F& freq, const positions& pos, index_t n, index_t l, index_t& max_pos) {
+  if (pos.kind() != positions::form::offset) return false;
+  const index_t start = pos.start();  // at() was compiled as a call here
+  const index_t last = l > 0 ? l - 1 : 0;
+  if (start < 0 || start > std::numeric_limits<index_t>::max() - last) return false;
+  max_pos = n > 0 && l > 0 ? start + last : -1;
+  return max_pos < max_positions_of(freq);
+}
+
+/// Whether paged slots pass check_kv_slots for (n, l) new tokens and a cache of extents (dim0, dim1), decided
+/// inline as quick_offset (check_kv_slots was ~100 instructions of a one-token append); sets the map. False
+/// (contiguous slots, no tokens, a bad slot) only sends the call through check_kv_slots.
+POSENC_ALWAYS_INLINE bool quick_paged_slots(const kv_slots& s, index_t n, index_t l, index_t dim0, index_t dim1,
+                                            token_map& map) {
+  index_t slots = 0;
+  if (s.slot_mapping() == nullptr || s.batch() != n || s.length() != l || s.row_stride() < l || n <= 0 || l <= 0 ||
+      dim1 <= 0 || mul_overflows(dim0, dim1, slots))
+    return false;
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < l; ++j) {
+      const std::int64_t v = s.slot_mapping()[i * s.row_stride() + j];
+      if (v < -1 || v >= slots) return false;
+    }
+  map = token_map::paged(s.slot_mapping(), s.row_stride(), dim1);
+  return true;
+}
+
 /// Whether check_append's rules before the slots hold (decided without forming a status, for the one-token
 /// decode call): the positions an offset, every view valid, the caches shaped as k and v, q (when not null)
 /// in place with k's tokens, no overlaps, the positions inside the source. False only sends the call through
@@ -144,7 +175,7 @@ status check_cache_pair(const char* fn, const char* in_name, const char* cache_n
 template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
 bool quick_append(const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& tk, const rope_io<VIn, VOut>& tv,
                   const positions& pos, index_t& max_pos) {
-  if (pos.kind() != positions::form::offset || !check_source("", freq).ok()) return false;
+  if (!check_source("", freq).ok()) return false;
   const index_t n = tk.in.extent(0), l = tk.in.extent(1);
   // Each view's range once; the five overlap rules are comparisons of those ranges.
   const view_probe ki = probe_view(tk.in, false), ko = probe_view(tk.out, true);
@@ -161,11 +192,7 @@ bool quick_append(const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut
         q->in.extent(1) != l || qo.overlaps(ko) || qo.overlaps(vo) || qo.lo == ki.lo || qo.lo == vi.lo)
       return false;
   }
-  const index_t start = pos.start();  // an offset (checked above); at() was compiled as a call here
-  const index_t last = l > 0 ? l - 1 : 0;
-  if (start < 0 || start > std::numeric_limits<index_t>::max() - last) return false;
-  max_pos = n > 0 && l > 0 ? start + last : -1;
-  return max_pos < max_positions_of(freq);
+  return quick_offset(freq, pos, n, l, max_pos);
 }
 
 /// check_append's rules on the views: the source, q (when not null: rotated in place, rope_qk_append_kv), k
@@ -204,11 +231,19 @@ status check_append_views(const char* fn, const F& freq, const rope_io<Q, Q>* q,
 /// check_append's rules on one step of checked views: the positions of the (n, l) new tokens inside the
 /// source, the slots inside the cache of extents (dim0, dim1); sets the token map and the largest position.
 template <class F>
-status check_append_step(const char* fn, const F& freq, const positions& pos, const kv_slots& slots, index_t n,
-                         index_t l, index_t dim0, index_t dim1, token_map& map, index_t& max_pos) {
+status check_append_step_rules(const char* fn, const F& freq, const positions& pos, const kv_slots& slots, index_t n,
+                               index_t l, index_t dim0, index_t dim1, token_map& map, index_t& max_pos) {
   POSENC_TRY(validate_positions(fn, pos, n, l, max_pos));
   POSENC_TRY(check_max_position(fn, freq, max_pos));
   return check_kv_slots(fn, slots, n, l, dim0, dim1, map);
+}
+/// (The quick verdict inline, the rules out of line: a bound decode step's checks were ~10% of its time.)
+template <class F>
+POSENC_ALWAYS_INLINE status check_append_step(const char* fn, const F& freq, const positions& pos, const kv_slots& slots,
+                                              index_t n, index_t l, index_t dim0, index_t dim1, token_map& map,
+                                              index_t& max_pos) {
+  if (quick_offset(freq, pos, n, l, max_pos) && quick_paged_slots(slots, n, l, dim0, dim1, map)) return {};
+  return check_append_step_rules(fn, freq, pos, slots, n, l, dim0, dim1, map, max_pos);
 }
 
 /// Checks a KV-cache append (check_append_views, then check_append_step); sets the token map and the largest
@@ -217,8 +252,11 @@ template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
 status check_append(const char* fn, const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& tk,
                     const rope_io<VIn, VOut>& tv, const positions& pos, const kv_slots& slots, token_map& map,
                     index_t& max_pos) {
-  if (quick_append(freq, q, tk, tv, pos, max_pos))
-    return check_kv_slots(fn, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1), map);
+  if (quick_append(freq, q, tk, tv, pos, max_pos)) {
+    const index_t n = tk.in.extent(0), l = tk.in.extent(1), dim0 = tk.out.extent(0), dim1 = tk.out.extent(1);
+    if (quick_paged_slots(slots, n, l, dim0, dim1, map)) return {};
+    return check_kv_slots(fn, slots, n, l, dim0, dim1, map);
+  }
   POSENC_TRY(check_append_views(fn, freq, q, tk, tv));
   return check_append_step(fn, freq, pos, slots, tk.in.extent(0), tk.in.extent(1), tk.out.extent(0), tk.out.extent(1),
                            map, max_pos);
@@ -232,8 +270,9 @@ status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
   return check_append(fn, freq, static_cast<const rope_io<KI, KI>*>(nullptr), tk, tv, pos, slots, map, max_pos);
 }
 
-/// Rotates q in place (when not null), k into its cache slots and v into theirs (checked by check_append and
-/// the caller; k.map and v.map set from it): one fused pass per token when q, k and v share a storage type and
+/// Rotates q in place (when not null), k into its cache slots and v into theirs (checked by check_append; both
+/// through k.map, set from it: v.map is not read, and copying the map into it, just stored field by field, cost
+/// a failed store-to-load forward per bound decode step): one fused pass per token when q, k and v share a storage type and
 /// so do the two caches (a fused QKV buffer into one cache type) and q and k rotate in one arithmetic type, else
 /// a pass each. Everything by reference down to the kernel: copies of the views were ~15% of a one-token append.
 template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
@@ -251,7 +290,9 @@ void run_append(const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>&
   } else {
     if (q != nullptr) run_rope(freq, pos, 1.0, std::array<rope_io<Q, Q>, 1>{*q});
     run_rope(freq, pos, 1.0, std::array<rope_io<KIn, KOut>, 1>{k});
-    run_copy_tokens(v);
+    rope_io<VIn, VOut> vm = v;  // v's rows go where k's go
+    vm.map = k.map;
+    run_copy_tokens(vm);
   }
 }
 
@@ -278,7 +319,6 @@ status try_rope_append_kv(const F& freq, K&& k, V&& v, KC&& k_cache, VC&& v_cach
   auto tv = detail::make_cache_target(v, v_cache);
   index_t max_pos = -1;
   POSENC_TRY(detail::check_append("rope_append_kv", freq, tk, tv, pos, slots, tk.map, max_pos));
-  tv.map = tk.map;
   using KI = std::remove_const_t<typename decltype(tk.in)::element_type>;
   if (max_pos >= 0) detail::run_append(freq, static_cast<const detail::rope_io<KI, KI>*>(nullptr), tk, tv, pos);
   return {};
@@ -299,7 +339,6 @@ status try_rope_qk_append_kv(const F& freq, Q&& q, K&& k, V&& v, KC&& k_cache, V
   index_t max_pos = -1;
   POSENC_TRY(detail::check_append("rope_qk_append_kv", freq, &tq, tk, tv, pos, slots, tk.map, max_pos));
   if (max_pos < 0) return {};
-  tv.map = tk.map;
   detail::run_append(freq, &tq, tk, tv, pos);
   return {};
 }

@@ -699,32 +699,85 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   }
 }
 
+/// Whether a KV append copies V's head h right after K's head h (rope_heads' epilogue): two read and two write
+/// streams at a time, as the plain loop; measured 3-16% faster than all of K and then all of V for float and
+/// fp16 caches from DRAM (Zen 3, 4096 tokens), and 4-10% slower for bfloat16 caches, whose software rounding
+/// makes the rows ALU-bound (the inlined copy adds its constants to the rotation's registers): those keep V
+/// after K.
+template <class Out>
+inline constexpr bool append_v_with_k = !is_bf16_v<Out>;
+
+/// Bytes a KV append reads and writes: q's rows twice (in place), K's and V's read as In and written as Out.
+template <class In, class Out>
+index_t append_bytes(const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
+  const index_t q_heads = q.in.empty() ? 0 : q.in.extent(2);
+  const index_t token = q_heads * k.in.extent(3) * 2 * index_t{sizeof(In)} +
+                        k.in.extent(2) * (k.in.extent(3) + v.in.extent(3)) * index_t{sizeof(In) + sizeof(Out)};
+  return k.in.extent(0) * k.in.extent(1) * token;
+}
+
+/// One token's rows of a KV append from a table row of the arithmetic type, half-split, contiguous features:
+/// q (q_heads rows, in place), K into its cache rows and V into theirs.
+template <class A, class In, class Out>
+struct append_token_rows {
+  In* q;
+  index_t q_hi, q_heads;
+  const In* k;
+  const In* v;
+  index_t k_hi, v_hi;
+  Out* k_out;  ///< null when the token has no cache slot (q only)
+  Out* v_out;
+  index_t k_ho, v_ho, heads, pairs, v_dim;
+  const A* cos;
+  const A* sin;
+};
+
+/// One token of append_rows' table path, out of line (rope_token_in_place's reasoning): the driver's per-token
+/// setup (positions, maps, chunks, prefetch tests) and per-head reloads of spilled views were ~40% of an 8-head
+/// decode append's instructions beside the rows (Zen 3). The fields are copied to locals (read through the
+/// reference, they were reloaded after every store of a row: a store of Out may alias them). V goes after all
+/// of K, one span when its heads are contiguous in both: the rows are in L1/L2 here (the call does not stream),
+/// where V inside K's loop (append_v_with_k) left too few registers and spilled its bounds per head (bound
+/// 8-head append 2306 -> 2127 instructions per call).
+template <class A, class In, class Out>
+POSENC_NOINLINE void append_token(const append_token_rows<A, In, Out>& rows) {
+  constexpr auto hs = rope_style::half_split;
+  const A* none = nullptr;
+  const append_token_rows<A, In, Out> t = rows;
+  if (t.q_heads > 0)
+    rope_heads(hs, t.q, t.q_hi, 1, t.q, t.q_hi, 1, t.q_heads, t.pairs, 0, t.pairs, t.cos, t.sin, none, none, A(1), true, 0,
+               no_epilogue{});
+  if (t.k_out == nullptr) return;
+  rope_heads(hs, t.k, t.k_hi, 1, t.k_out, t.k_ho, 1, t.heads, t.pairs, 0, t.pairs, t.cos, t.sin, none, none, A(1), false, 0,
+             no_epilogue{});
+  if (t.v_hi == t.v_dim && t.v_ho == t.v_dim) {
+    copy_span(t.v, 1, t.v_out, 1, t.heads * t.v_dim);
+  } else {
+    for (index_t h = 0; h < t.heads; ++h) copy_span(t.v + h * t.v_hi, 1, t.v_out + h * t.v_ho, 1, t.v_dim);
+  }
+}
+
 /// The KV-cache append of one call, one pass per token: q's rows rotated in place (when q has heads), k's
 /// rotated into their cache rows and v's copied into theirs (converted to Out with one rounding), k and v
 /// through k.map. A token's q, k and v sit side by side in a fused QKV buffer: reading them together, with
 /// one cos/sin row for q and k, measured ~20% faster than a pass for k and then one for v (4096 tokens, Zen 3),
-/// and within a token K and V go head by head (v_with_k).
+/// and within a token K and V go head by head (append_v_with_k). Out of line: append_rows' table path does not
+/// pay for this frame (the source's buffers, ~7.5 KiB, and the driver's spills).
 /// Validated by the public entry; k and v share their tokens, heads and map.
 template <class Source, class In, class Out>
-void append_rows(target, const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
-                 const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
+POSENC_NOINLINE void append_rows_tokens(const Source& src, const positions& pos, rope_style style, index_t offset,
+                                        index_t pairs, const rope_io<In, In>& q, const rope_io<In, Out>& k,
+                                        const rope_io<In, Out>& v) {
   using A = rope_acc_t<Source, In, Out>;
-  static_assert(std::is_same_v<A, rope_acc_t<Source, In, In>>, "q and k rotate in one arithmetic type");
-  source_rows<Source, A> rows(src, style, pairs, A(1));
   const index_t heads = k.in.extent(2);
   const index_t q_heads = q.in.empty() ? 0 : q.in.extent(2);
   const index_t dim = k.in.extent(3);
   const index_t v_dim = v.in.extent(3);
-  // V's head h right after K's head h (rope_heads' epilogue): two read and two write streams at a time, as the
-  // plain loop; measured 3-16% faster than all of K and then all of V for float and fp16 caches from DRAM
-  // (Zen 3, 4096 tokens), and 4-10% slower for bfloat16 caches, whose software rounding makes the rows
-  // ALU-bound (the inlined copy adds its constants to the rotation's registers): those keep V after K.
-  constexpr bool v_with_k = !is_bf16_v<Out>;
+  constexpr bool v_with_k = append_v_with_k<Out>;
+  source_rows<Source, A> rows(src, style, pairs, A(1));
   // Only q's and K's rows are prefetched: V's too read 1.16-1.32x the plain loop's speed against 1.33-1.39x for
   // K's alone in the plain loop itself, and no faster in posenc (4096 tokens into an fp16 cache, Zen 3).
-  const index_t token_bytes =
-      q_heads * dim * 2 * index_t{sizeof(In)} + heads * (dim + v_dim) * index_t{sizeof(In) + sizeof(Out)};
-  const bool prefetch = streams(k.in.extent(0) * k.in.extent(1) * token_bytes);
+  const bool prefetch = streams(append_bytes(q, k, v));
   for (index_t l = 0; l < k.in.extent(1); ++l) {
     for (index_t n = 0; n < k.in.extent(0); ++n) {
       index_t o0 = 0, o1 = 0;
@@ -759,6 +812,55 @@ void append_rows(target, const Source& src, const positions& pos, rope_style sty
         for (index_t h = 0; h < heads; ++h) copy_v(h);
     }
   }
+}
+
+/// The KV-cache append of one call (append_rows_tokens). Half-split rows with contiguous features from a table
+/// of the arithmetic type (an engine's cos/sin cache; decode steps and batches of them) need none of the
+/// driver's per-token machinery: each token goes straight to append_token from its table row, unless the call
+/// streams from DRAM (the driver prefetches the next token's rows).
+template <class Source, class In, class Out>
+void append_rows(target, const Source& src, const positions& pos, rope_style style, index_t offset, index_t pairs,
+                 const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
+  using A = rope_acc_t<Source, In, Out>;
+  static_assert(std::is_same_v<A, rope_acc_t<Source, In, In>>, "q and k rotate in one arithmetic type");
+  if constexpr (std::is_same_v<Source, table_src<A>>) {
+    const index_t q_heads = q.in.empty() ? 0 : q.in.extent(2);
+    if (style == rope_style::half_split && src.pair_stride == 1 && k.in.stride(3) == 1 && k.out.stride(3) == 1 &&
+        v.in.stride(3) == 1 && v.out.stride(3) == 1 && (q_heads == 0 || q.out.stride(3) == 1) &&
+        !streams(append_bytes(q, k, v))) {
+      const index_t heads = k.in.extent(2);
+      for (index_t l = 0; l < k.in.extent(1); ++l)
+        for (index_t n = 0; n < k.in.extent(0); ++n) {
+          index_t o0 = 0, o1 = 0;
+          const bool cached = k.map.at(n, l, o0, o1);
+          if (!cached && q_heads == 0) continue;
+          const index_t row = pos.at(n, l) * src.row_stride;
+          Out* k_out = cached ? &k.out(o0, o1, 0, 0) : nullptr;
+          if (cached)
+            copy_outside_window(&k.in(n, l, 0, 0), k.in.stride(2), 1, k_out, k.out.stride(2), 1, heads, k.in.extent(3),
+                                offset, pairs);
+          const append_token_rows<A, In, Out> t{q_heads > 0 ? &q.out(n, l, 0, offset) : nullptr,
+                                                q_heads > 0 ? q.out.stride(2) : 0,
+                                                q_heads,
+                                                &k.in(n, l, 0, offset),
+                                                &v.in(n, l, 0, 0),
+                                                k.in.stride(2),
+                                                v.in.stride(2),
+                                                cached ? k_out + offset : nullptr,
+                                                cached ? &v.out(o0, o1, 0, 0) : nullptr,
+                                                k.out.stride(2),
+                                                v.out.stride(2),
+                                                heads,
+                                                pairs,
+                                                v.in.extent(3),
+                                                src.cos + row,
+                                                src.sin + row};
+          append_token(t);
+        }
+      return;
+    }
+  }
+  append_rows_tokens(src, pos, style, offset, pairs, q, k, v);
 }
 
 /// Copies every token's (H, D) rows of `in` to its output rows through `map` (V into a KV cache), converted to
