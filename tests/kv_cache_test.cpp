@@ -36,6 +36,19 @@ std::vector<ld> rope_row(const float* x, index_t d, index_t r, index_t p, double
   return y;
 }
 
+/// f(n, l, s) for each token (n, l) of an N x L batch whose slot s = slots[n * L + l] is not -1 (padding);
+/// written[s] set for each.
+template <class F>
+void for_each_slot(index_t N, index_t L, const std::vector<std::int64_t>& slots, std::vector<bool>& written, const F& f) {
+  for (index_t n = 0; n < N; ++n)
+    for (index_t l = 0; l < L; ++l) {
+      const std::int64_t s = slots[static_cast<std::size_t>(n * L + l)];
+      if (s < 0) continue;
+      written[static_cast<std::size_t>(s)] = true;
+      f(n, l, static_cast<index_t>(s));
+    }
+}
+
 template <class T>
 std::uint16_t bits(T v) {
   std::uint16_t u;
@@ -65,21 +78,17 @@ TEST_P(KvCache, PagedHalfCacheFromFusedQkvWithSkippedSlots) {
     const auto pos = posenc::positions::per_sequence(lens.data(), N);
     ASSERT_TRUE(posenc::try_rope_append_kv(cache, x.k(), x.v(), kcv, vcv, pos, posenc::kv_slots::paged(slots.data(), N, L)).ok());
     std::vector<bool> written(static_cast<std::size_t>(blocks * bs), false);
-    for (index_t n = 0; n < N; ++n)
-      for (index_t l = 0; l < L; ++l) {
-        const std::int64_t s = slots[static_cast<std::size_t>(n * L + l)];
-        if (s < 0) continue;
-        written[static_cast<std::size_t>(s)] = true;
-        for (index_t h = 0; h < Hk; ++h) {
-          const std::vector<ld> ref = rope_row(&x.k()(n, l, h, 0), D, D, lens[static_cast<std::size_t>(n)] + l, 10000.0, inter);
-          for (index_t e = 0; e < D; ++e) {
-            const double want = static_cast<double>(ref[static_cast<std::size_t>(e)]);
-            const double got = static_cast<float>(kcv(s / bs, s % bs, h, e));
-            EXPECT_NEAR(got, want, std::ldexp(std::fabs(want), -11) + 4e-6) << "k slot " << s << " h " << h << " e " << e;
-            EXPECT_EQ(bits(vcv(s / bs, s % bs, h, e)), bits(Eigen::half(x.v()(n, l, h, e)))) << "v slot " << s;
-          }
+    for_each_slot(N, L, slots, written, [&](index_t n, index_t l, index_t s) {
+      for (index_t h = 0; h < Hk; ++h) {
+        const std::vector<ld> ref = rope_row(&x.k()(n, l, h, 0), D, D, lens[static_cast<std::size_t>(n)] + l, 10000.0, inter);
+        for (index_t e = 0; e < D; ++e) {
+          const double want = static_cast<double>(ref[static_cast<std::size_t>(e)]);
+          const double got = static_cast<float>(kcv(s / bs, s % bs, h, e));
+          EXPECT_NEAR(got, want, std::ldexp(std::fabs(want), -11) + 4e-6) << "k slot " << s << " h " << h << " e " << e;
+          EXPECT_EQ(bits(vcv(s / bs, s % bs, h, e)), bits(Eigen::half(x.v()(n, l, h, e)))) << "v slot " << s;
         }
       }
+    });
     for (index_t s = 0; s < blocks * bs; ++s)
       if (!written[static_cast<std::size_t>(s)])
         for (index_t h = 0; h < Hk; ++h)
@@ -259,21 +268,17 @@ TEST_P(KvCache, TableRowsEqualTheUnfusedCalls) {
     posenc::apply_rope(cache, k_of(ref), posenc::strided_view<C, 4>(kr.data(), {N, L, Hk, D}), pos);
     for (std::size_t i = 0; i < buf.size(); ++i) ASSERT_TRUE(same_bits(buf[i], ref[i])) << "buffer element " << i;
     std::vector<bool> written(static_cast<std::size_t>(blocks * bs), false);
-    for (index_t n = 0; n < N; ++n)
-      for (index_t l = 0; l < L; ++l) {
-        const std::int64_t s = slots[static_cast<std::size_t>(n * L + l)];
-        if (s < 0) continue;
-        written[static_cast<std::size_t>(s)] = true;
-        for (index_t h = 0; h < Hk; ++h) {
-          for (index_t e = 0; e < D; ++e)
-            ASSERT_TRUE(same_bits(kcv(s / bs, s % bs, h, e), kr[static_cast<std::size_t>(((n * L + l) * Hk + h) * D + e)]))
-                << "k slot " << s << " h " << h << " e " << e;
-          for (index_t e = 0; e < Dv; ++e)
-            ASSERT_TRUE(same_bits(vcv(s / bs, s % bs, h, e), C(v_of(ref)(n, l, h, e)))) << "v slot " << s << " h " << h << " e " << e;
-          for (index_t e = Dv; e < crow; ++e)  // the cache's padding is not V's
-            ASSERT_TRUE(same_bits(vc[static_cast<std::size_t>(((s * Hk) + h) * crow + e)], sentinel)) << "v padding written";
-        }
+    for_each_slot(N, L, slots, written, [&](index_t n, index_t l, index_t s) {
+      for (index_t h = 0; h < Hk; ++h) {
+        for (index_t e = 0; e < D; ++e)
+          ASSERT_TRUE(same_bits(kcv(s / bs, s % bs, h, e), kr[static_cast<std::size_t>(((n * L + l) * Hk + h) * D + e)]))
+              << "k slot " << s << " h " << h << " e " << e;
+        for (index_t e = 0; e < Dv; ++e)
+          ASSERT_TRUE(same_bits(vcv(s / bs, s % bs, h, e), C(v_of(ref)(n, l, h, e)))) << "v slot " << s << " h " << h << " e " << e;
+        for (index_t e = Dv; e < crow; ++e)  // the cache's padding is not V's
+          ASSERT_TRUE(same_bits(vc[static_cast<std::size_t>(((s * Hk) + h) * crow + e)], sentinel)) << "v padding written";
       }
+    });
     for (index_t s = 0; s < blocks * bs; ++s)
       if (!written[static_cast<std::size_t>(s)]) {
         for (index_t i = 0; i < Hk * D; ++i) ASSERT_TRUE(same_bits(kc[static_cast<std::size_t>(s * Hk * D + i)], sentinel));
