@@ -51,7 +51,7 @@ struct token_map {
 #endif
   }
   /// The output's (i0, i1) of token (n, l); false when the token is skipped.
-  bool at(index_t n, index_t l, index_t& i0, index_t& i1) const {
+  POSENC_ALWAYS_INLINE bool at(index_t n, index_t l, index_t& i0, index_t& i1) const {
     if (slots != nullptr) {
       const std::int64_t s = slots[n * slot_stride + l];
       if (s < 0) return false;

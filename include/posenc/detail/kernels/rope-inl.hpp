@@ -709,7 +709,7 @@ inline constexpr bool append_v_with_k = !is_bf16_v<Out>;
 
 /// Bytes a KV append reads and writes: q's rows twice (in place), K's and V's read as In and written as Out.
 template <class In, class Out>
-index_t append_bytes(const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
+POSENC_ALWAYS_INLINE index_t append_bytes(const rope_io<In, In>& q, const rope_io<In, Out>& k, const rope_io<In, Out>& v) {
   const index_t q_heads = q.in.empty() ? 0 : q.in.extent(2);
   const index_t token = q_heads * k.in.extent(3) * 2 * index_t{sizeof(In)} +
                         k.in.extent(2) * (k.in.extent(3) + v.in.extent(3)) * index_t{sizeof(In) + sizeof(Out)};
