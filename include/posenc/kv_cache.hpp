@@ -272,9 +272,9 @@ status check_append(const char* fn, const F& freq, const rope_io<KIn, KOut>& tk,
 
 /// Rotates q in place (when not null), k into its cache slots and v into theirs (checked by check_append; both
 /// through k.map, set from it: v.map is not read, and copying the map into it, just stored field by field, cost
-/// a failed store-to-load forward per bound decode step): one fused pass per token when q, k and v share a storage type and
-/// so do the two caches (a fused QKV buffer into one cache type) and q and k rotate in one arithmetic type, else
-/// a pass each. Everything by reference down to the kernel: copies of the views were ~15% of a one-token append.
+/// a failed store-to-load forward per bound decode step): one fused pass per token when q, k and v share a
+/// storage type and so do the two caches (a fused QKV buffer into one cache type) and q and k rotate in one
+/// arithmetic type, else a pass each. Everything by reference down to the kernel: copies of the views were ~15% of a one-token append.
 template <class F, class Q, class KIn, class KOut, class VIn, class VOut>
 void run_append(const F& freq, const rope_io<Q, Q>* q, const rope_io<KIn, KOut>& k, const rope_io<VIn, VOut>& v,
                 const positions& pos) {
