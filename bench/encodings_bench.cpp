@@ -125,6 +125,8 @@ void BM_SinusoidalTableAdd(benchmark::State& state) {
       });
 }
 
+/// Plain512: against the plain loop widened to AVX-512 (rows *VsPlain512, registered on AVX-512 CPUs only).
+template <bool Plain512 = false>
 void BM_LearnedAdd(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), d = state.range(2);
   auto x = posenc_bench::random_values(static_cast<std::size_t>(n * l * d));
@@ -141,7 +143,8 @@ void BM_LearnedAdd(benchmark::State& state) {
         benchmark::DoNotOptimize(x.data());
       },
       [&] {
-        plain::table_add(x.data(), n, l, d, emb.table().data(), static_cast<float>(cfg.scale), 0);
+        if constexpr (Plain512) plain::table_add_avx512(x.data(), n, l, d, emb.table().data(), static_cast<float>(cfg.scale), 0);
+        else plain::table_add(x.data(), n, l, d, emb.table().data(), static_cast<float>(cfg.scale), 0);
         benchmark::DoNotOptimize(x.data());
       });
 }
@@ -189,8 +192,13 @@ BENCHMARK(BM_SinusoidalAdd)->Name("BM_SinusoidalAdd" + S)->ArgNames({"N", "L", "
     ->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();
 BENCHMARK(BM_SinusoidalTableAdd)->Name("BM_SinusoidalTableAdd" + S)->ArgNames({"N", "L", "D"})
     ->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();
-BENCHMARK(BM_LearnedAdd)->Name("BM_LearnedAdd" + S)->ArgNames({"N", "L", "D"})
+BENCHMARK(BM_LearnedAdd<>)->Name("BM_LearnedAdd" + S)->ArgNames({"N", "L", "D"})
     ->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();
+// Against the plain loop widened to AVX-512, where the CPU has it (bench/README.md, run 9).
+[[maybe_unused]] const bool kVsPlain512 =
+    posenc_bench::plain::has_avx512() &&
+    benchmark::RegisterBenchmark(("BM_LearnedAddVsPlain512" + S).c_str(), BM_LearnedAdd<true>)
+        ->ArgNames({"N", "L", "D"})->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();
 BENCHMARK(BM_T5Bias)->Name("BM_T5Bias" + S)->ArgNames({"H", "Lq", "Lk"})->Args({32, 512, 512})->UseManualTime();
 BENCHMARK(BM_ConvertRopeLayout)->Name("BM_ConvertRopeLayout" + S)->ArgNames({"N", "L", "H", "D"})
     ->Args({1, 4096, 32, 128})->UseManualTime();

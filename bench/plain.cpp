@@ -468,6 +468,40 @@ void per_token_rows(float* x, index_t L, index_t H, index_t D, index_t ts, index
 
 }  // namespace
 
+#if PLAIN_X86
+#define PLAIN_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+
+PLAIN_AVX512 void rope_half_avx512(float* x, index_t L, index_t H, index_t D, index_t ts, const float* cos,
+                                   const float* sin, index_t p0) {
+  const index_t P = D / 2;
+  for (index_t l = 0; l < L; ++l) {
+    const float* c = cos + (p0 + l) * P;
+    const float* s = sin + (p0 + l) * P;
+    for (index_t h = 0; h < H; ++h) {
+      float* r = x + l * ts + h * D;
+      for (index_t i = 0; i < P; i += 16) {
+        const __m512 cv = _mm512_loadu_ps(c + i), sv = _mm512_loadu_ps(s + i);
+        const __m512 a = _mm512_loadu_ps(r + i), b = _mm512_loadu_ps(r + i + P);
+        _mm512_storeu_ps(r + i, _mm512_fmsub_ps(a, cv, _mm512_mul_ps(b, sv)));
+        _mm512_storeu_ps(r + i + P, _mm512_fmadd_ps(b, cv, _mm512_mul_ps(a, sv)));
+      }
+    }
+  }
+}
+
+PLAIN_AVX512 void table_add_avx512_loop(float* x, index_t N, index_t L, index_t D, const float* table, float scale,
+                                        index_t p0) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (index_t n = 0; n < N; ++n)
+    for (index_t l = 0; l < L; ++l) {
+      float* r = x + (n * L + l) * D;
+      const float* row = table + (p0 + l) * D;
+      for (index_t e = 0; e < D; e += 16)
+        _mm512_storeu_ps(r + e, _mm512_fmadd_ps(sc, _mm512_loadu_ps(row + e), _mm512_loadu_ps(r + e)));
+    }
+}
+#endif  // PLAIN_X86
+
 const char* isa() {
   switch (active()) {
     case kind::avx2: return "avx2";
@@ -736,6 +770,25 @@ void table_add(float* x, index_t N, index_t L, index_t D, const float* table, fl
   for (index_t n = 0; n < N; ++n)
     for (index_t l = 0; l < L; ++l)
       for (index_t e = 0; e < D; ++e) x[(n * L + l) * D + e] += scale * table[(p0 + l) * D + e];
+}
+
+bool has_avx512() { return posenc::cpu_supports(posenc::isa::avx512); }
+
+void rope_half_split_avx512(float* x, index_t L, index_t H, index_t D, index_t ts, const float* cos, const float* sin,
+                            index_t p0) {
+#if PLAIN_X86
+  if (has_avx512()) rope_half_avx512(x, L, H, D, ts, cos, sin, p0);
+#else
+  (void)x, (void)L, (void)H, (void)D, (void)ts, (void)cos, (void)sin, (void)p0;
+#endif
+}
+
+void table_add_avx512(float* x, index_t N, index_t L, index_t D, const float* table, float scale, index_t p0) {
+#if PLAIN_X86
+  if (has_avx512()) table_add_avx512_loop(x, N, L, D, table, scale, p0);
+#else
+  (void)x, (void)N, (void)L, (void)D, (void)table, (void)scale, (void)p0;
+#endif
 }
 
 void half_split_to_interleaved(const float* in, float* out, index_t rows, index_t D) {

@@ -106,4 +106,16 @@ void table_add(float* x, index_t N, index_t L, index_t D, const float* table, fl
 
 void half_split_to_interleaved(const float* in, float* out, index_t rows, index_t D);
 
+// ---- the same loops with AVX-512 (16 float lanes), for the rows *VsPlain512 on CPUs that have it -------------
+// What an engine developer would write for an AVX-512 CPU: rope_half_avx2 and table_add_avx2 widened, nothing
+// else changed. They tell whether a gap against the AVX2 loop is posenc's or 512-bit vectors' on that CPU.
+
+/// Whether the CPU (and OS) run AVX-512 F/BW/VL/DQ: the rows below are registered only then.
+bool has_avx512();
+/// rope_half_split(float*, ...) in AVX-512 (D / 2 a multiple of 16). Requires has_avx512().
+void rope_half_split_avx512(float* x, index_t L, index_t H, index_t D, index_t ts, const float* cos, const float* sin,
+                            index_t p0);
+/// table_add in AVX-512 (D a multiple of 16). Requires has_avx512().
+void table_add_avx512(float* x, index_t N, index_t L, index_t D, const float* table, float scale, index_t p0);
+
 }  // namespace posenc_bench::plain

@@ -61,8 +61,9 @@ auto plain_ptr(T* p) {
 }
 
 /// In place on [N, L, H, D] of T, from the cache or the plan; Bound: from the cache, the view bound once
-/// (bind_apply_rope, outside the timing), each call checking its positions only.
-template <class T, posenc::rope_style Style, bool Cache, bool Bound = false>
+/// (bind_apply_rope, outside the timing), each call checking its positions only. Plain512: against the AVX-512
+/// plain loop instead (fp32 half-split from the cache; rows *VsPlain512, registered on AVX-512 CPUs only).
+template <class T, posenc::rope_style Style, bool Cache, bool Bound = false, bool Plain512 = false>
 void BM_Rope(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
   const auto plan = bench_plan(Style, d);
@@ -84,7 +85,9 @@ void BM_Rope(benchmark::State& state) {
       [&] {
         for (index_t s = 0; s < n; ++s) {
           auto* xs = plain_ptr(x.data() + s * l * h * d);
-          if constexpr (Cache) {
+          if constexpr (Plain512) {
+            plain::rope_half_split_avx512(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
+          } else if constexpr (Cache) {
             if constexpr (Style == posenc::rope_style::half_split) plain::rope_half_split(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
             else plain::rope_interleaved(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
           } else {
@@ -433,6 +436,12 @@ const std::string S = posenc_bench::isa_suffix();
 // Both styles, every storage type, table and cache-free (fp32), over the token counts.
 BENCHMARK(BM_Rope<float, rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache" + S)->Apply(rope_tokens);
 BENCHMARK(BM_Rope<float, rope_style::half_split, false>)->Name("BM_RopeHalfSplitPlan" + S)->Apply(rope_tokens);
+// The fp32 table row against the plain loop widened to AVX-512, where the CPU has it (bench/README.md, run 9).
+[[maybe_unused]] const bool kVsPlain512 =
+    posenc_bench::plain::has_avx512() &&
+    benchmark::RegisterBenchmark(("BM_RopeHalfSplitCacheVsPlain512" + S).c_str(),
+                                 BM_Rope<float, rope_style::half_split, true, false, true>)
+        ->ArgNames({"N", "L", "H", "D"})->Args({1, 512, 32, 128})->Args({1, 4096, 32, 128})->UseManualTime();
 BENCHMARK(BM_Rope<float, rope_style::half_split, true, true>)->Name("BM_RopeHalfSplitCacheBound" + S)
     ->ArgNames({"N", "L", "H", "D"})->Args({1, 1, 32, 128})->Args({1, 16, 32, 128})->UseManualTime();
 BENCHMARK(BM_Rope<float, rope_style::interleaved, true>)->Name("BM_RopeInterleavedCache" + S)->Apply(rope_tokens);
