@@ -277,6 +277,57 @@ TEST_P(Kernels, RopeOneTokenEveryDtypeAndPath) {
   }
 }
 
+// Calls whose rows sit in L3 (over 4 MiB moved, at most 32 MiB: rope_narrow_bytes): the AVX-512 target runs
+// them on the AVX2 kernels (rope_rows). fp32 and double in place, from a table and from the plan, against the
+// formula, as every other size (Backward: apply_rope_backward, the angle negated).
+template <class T, bool Cached, bool Backward = false>
+void rope_in_l3_case(index_t tokens) {
+  constexpr index_t H = 32, D = 128, P0 = 11;
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  posenc::rope_config cfg;
+  cfg.head_dim = D;
+  cfg.base = 500000.0;
+  const posenc::rope_plan plan = posenc::make_rope_plan(cfg);
+  ASSERT_GT(tokens * H * D * index_t{2 * sizeof(T)}, posenc::detail::rope_narrow_bytes);
+  ASSERT_LE(tokens * H * D * index_t{2 * sizeof(T)}, posenc::detail::rope_stream_bytes);
+  std::vector<T> x(static_cast<std::size_t>(tokens * H * D));
+  std::mt19937_64 g(77);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (auto& e : x) e = static_cast<T>(u(g));
+  const auto x0 = x;
+  posenc::strided_view<T, 4> v(x.data(), {1, tokens, H, D});
+  const auto pos = posenc::positions::offset(P0);
+  if constexpr (Cached && Backward) posenc::apply_rope_backward(posenc::rope_cache<T>(plan, P0 + tokens), v, pos);
+  else if constexpr (Cached) posenc::apply_rope(posenc::rope_cache<T>(plan, P0 + tokens), v, pos);
+  else if constexpr (Backward) posenc::apply_rope_backward(plan, v, pos);
+  else posenc::apply_rope(plan, v, pos);
+  const auto& w = plan.inv_freq();
+  int bad = 0;
+  for (index_t l = 0; l < tokens; ++l)
+    for (index_t h = 0; h < H; ++h)
+      for (index_t i = 0; i < D / 2; ++i) {
+        const std::size_t ia = static_cast<std::size_t>((l * H + h) * D + i), ib = ia + D / 2;
+        const ld a = x0[ia], b = x0[ib];
+        ld ya, yb;
+        const ld theta = static_cast<ld>(static_cast<double>(P0 + l) * w[static_cast<std::size_t>(i)]);
+        rotate_ld(a, b, Backward ? -theta : theta, 1.0L, ya, yb);
+        const bool float_table = Cached && std::is_same_v<T, float>;
+        const double tol = rot_tol<T, T>(std::fabs(a) + std::fabs(b), ya, float_table);
+        const double tol_b = rot_tol<T, T>(std::fabs(a) + std::fabs(b), yb, float_table);
+        if ((!(std::fabs(static_cast<double>(x[ia]) - static_cast<double>(ya)) <= tol) ||
+             !(std::fabs(static_cast<double>(x[ib]) - static_cast<double>(yb)) <= tol_b)) &&
+            bad++ < 3)
+          ADD_FAILURE() << tname<T>() << (Cached ? " table" : " plan") << (Backward ? " backward" : "") << ": token " << l << " head " << h << " pair " << i;
+      }
+}
+
+TEST_P(Kernels, RopeRowsInL3AgainstFormula) {
+  rope_in_l3_case<float, true>(136);
+  rope_in_l3_case<float, false, true>(136);
+  rope_in_l3_case<double, true>(72);
+  rope_in_l3_case<double, true, true>(72);
+}
+
 // Mixed storage: float q/k rotated straight into a half, bfloat16 or double KV cache (one rounding), and back.
 TEST_P(Kernels, RopeMixedStorage) {
   std::mt19937_64 g(99 + static_cast<unsigned>(GetParam()));

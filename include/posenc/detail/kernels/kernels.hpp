@@ -70,7 +70,12 @@ POSENC_END_TARGET
 POSENC_BEGIN_TARGET_AVX512
 #define POSENC_TARGET_NS n_avx512
 #define POSENC_TARGET_ISA simd::avx512
+#if POSENC_TARGET_AVX2
+// The narrower target compiled beside this one: rope_rows hands it the rows that run faster 256 bits wide.
+#define POSENC_NARROW_NS n_avx2
+#endif
 #include "posenc/detail/kernels/all-inl.hpp"
+#undef POSENC_NARROW_NS
 #undef POSENC_TARGET_NS
 #undef POSENC_TARGET_ISA
 POSENC_END_TARGET

@@ -89,6 +89,9 @@ inline constexpr index_t rope_chunk = 128;
 /// Bytes of rotated rows above which a call is taken to stream from DRAM rather than from cache (rope_rows):
 /// the L3 of the CPUs measured (32 MiB on Zen 3).
 inline constexpr index_t rope_stream_bytes = index_t{32} << 20;
+/// Bytes above which rows of float or double in place sit in L3 rather than L2, up to rope_stream_bytes: there
+/// the AVX-512 target hands half-split rope_rows calls to the AVX2 kernels (rope-inl.hpp, POSENC_NARROW_NS).
+inline constexpr index_t rope_narrow_bytes = index_t{4} << 20;
 
 /// Asks for the cache line at `bytes` past `p` (the same row of the next token, rope_rows' `ahead`). Tokens
 /// sit a row stride apart, often in another 4 KiB page, where the hardware prefetchers stop and a streaming

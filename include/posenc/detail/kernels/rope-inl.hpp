@@ -662,12 +662,27 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
       return;
     }
   }
+  index_t window = 0;  // elements of the rotated windows
+  for (const auto& t : io) window += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs;
+#if defined(POSENC_NARROW_NS)
+  // Half-split rows of float or double (no conversion) that sit in L3 (past L2, below the streaming size) go to
+  // the 256-bit kernels: in isolation on Emerald Rapids, fp32 in place at 256 / 512 / 1024 tokens ([1, L, 32,
+  // 128]) ran 5% / 6% / 9% faster with AVX2 than with AVX-512, double at 256 5%, cache-free fp32 4%; in L1 and
+  // L2 and from DRAM (with the prefetch) the widths tie or 512-bit wins (by half at one token). Interleaved
+  // rows gained or lost a few percent by size (double at 65 tokens 15% slower), and 16-bit rows, bound by
+  // their conversions, run 7-50% faster with 512-bit everywhere: both keep it (bench/README.md, run 9).
+  if constexpr (std::is_same_v<In, Out> && sizeof(In) >= 4) {
+    const index_t moved = window * index_t{2 * sizeof(In)};
+    bool narrow = style == rope_style::half_split && moved > rope_narrow_bytes && !streams(moved);
+    for (const auto& t : io) narrow = narrow && t.in_place();
+    if (narrow)
+      return POSENC_NARROW_NS::rope_rows(POSENC_NARROW_NS::target{}, src, pos, style, offset, pairs, sign, io, variant);
+  }
+#endif
   source_rows<Source, A, std::decay_t<decltype(pos.at(0, 0))>> rows(src, style, pairs, static_cast<A>(sign));
   // Rows of double from DRAM go one head at a time (two streams, as the plain loop): with two heads sharing each
   // cos/sin load, [1, 4096, 32, 128] double in place measured 0.79 of the plain loop, one head 1.00; at 512 tokens
   // (in L3) and for float and 16-bit rows at every size two heads were as fast or faster (Zen 3, bench/README.md).
-  index_t window = 0;  // elements of the rotated windows
-  for (const auto& t : io) window += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs;
   if constexpr (sizeof(In) == 8) rows.pair_heads(!streams(window * index_t{sizeof(In)}));
   const bool prefetch = streams(window * index_t{sizeof(In) + sizeof(Out)});
   for (index_t l = 0; l < n_len; ++l) {
