@@ -664,6 +664,7 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   }
   index_t window = 0;  // elements of the rotated windows
   for (const auto& t : io) window += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs;
+  const index_t moved = window * index_t{sizeof(In) + sizeof(Out)};  // bytes read and written
 #if defined(POSENC_NARROW_NS)
   // Half-split rows of float or double (no conversion) that sit in L3 (past L2, below the streaming size) go to
   // the 256-bit kernels: in isolation on Emerald Rapids, fp32 in place at 256 / 512 / 1024 tokens ([1, L, 32,
@@ -672,7 +673,6 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   // rows gained or lost a few percent by size (double at 65 tokens 15% slower), and 16-bit rows, bound by
   // their conversions, run 7-50% faster with 512-bit everywhere: both keep it (bench/README.md, run 9).
   if constexpr (std::is_same_v<In, Out> && sizeof(In) >= 4) {
-    const index_t moved = window * index_t{2 * sizeof(In)};
     bool narrow = style == rope_style::half_split && moved > rope_narrow_bytes && !streams(moved);
     for (const auto& t : io) narrow = narrow && t.in_place();
     if (narrow)
@@ -684,7 +684,7 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   // cos/sin load, [1, 4096, 32, 128] double in place measured 0.79 of the plain loop, one head 1.00; at 512 tokens
   // (in L3) and for float and 16-bit rows at every size two heads were as fast or faster (Zen 3, bench/README.md).
   if constexpr (sizeof(In) == 8) rows.pair_heads(!streams(window * index_t{sizeof(In)}));
-  const bool prefetch = streams(window * index_t{sizeof(In) + sizeof(Out)});
+  const bool prefetch = streams(moved);
   for (index_t l = 0; l < n_len; ++l) {
     for (index_t n = 0; n < n_batch; ++n) {
       const auto p = pos.at(n, l);
