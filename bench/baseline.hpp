@@ -39,25 +39,35 @@ buffer<T> random_values(std::size_t n, unsigned seed = 1) {
   return v;
 }
 
-/// x = x * a + b over n floats (baseline.cpp).
-void stream_fma(float* x, std::size_t n, float a, float b);
-
-/// A buffer the baseline streams over: `bytes` bytes (rounded up to whole floats).
-struct baseline_buffer {
-  buffer<float> x;
-  explicit baseline_buffer(std::size_t bytes) : x((bytes + sizeof(float) - 1) / sizeof(float), 1.0f) {}
-  void run() {
-    stream_fma(x.data(), x.size(), 0.999f, 0.001f);
-    benchmark::ClobberMemory();
-  }
-};
-
 /// The median of v (0 when empty); reorders v.
 inline double median(std::vector<double>& v) {
   if (v.empty()) return 0.0;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
   return v[v.size() / 2];
 }
+
+/// x = x * a + b over n floats (baseline.cpp): 256 bits wide on AVX2 CPUs, 512 bits with `wide` on AVX-512 ones.
+void stream_fma(float* x, std::size_t n, float a, float b, bool wide = false);
+/// Whether this CPU runs the 512-bit stream.
+bool stream_has_wide();
+/// Whether the 512-bit stream over n floats is faster than the 256-bit one by 8% or more (timed over x, the two
+/// alternating, at the first call for each n; later calls for the same n return that answer). A 512-bit stream lowers an Intel core's clock (the AVX-512 licence) for the batch after it: on
+/// Emerald Rapids 2.99 -> 2.40 GHz, and a 512-bit kernel right after ran 4% slower while a 256-bit loop
+/// recovered (bench/README.md, run 11; bench/licence_probe.cpp). So the baseline runs 512 bits wide only where
+/// that buys bandwidth (from DRAM: 14% there) and 256 bits wide where the widths tie (L1 to L3).
+bool prefer_wide_stream(float* x, std::size_t n);
+
+/// A buffer the baseline streams over: `bytes` bytes (rounded up to whole floats), and the width chosen for it.
+struct baseline_buffer {
+  buffer<float> x;
+  bool wide;
+  explicit baseline_buffer(std::size_t bytes)
+      : x((bytes + sizeof(float) - 1) / sizeof(float), 1.0f), wide(prefer_wide_stream(x.data(), x.size())) {}
+  void run() {
+    stream_fma(x.data(), x.size(), 0.999f, 0.001f, wide);
+    benchmark::ClobberMemory();
+  }
+};
 
 template <class F>
 double time_batch(F& f, int reps) {
@@ -109,6 +119,7 @@ void run_paired(benchmark::State& state, std::size_t bytes, K&& kernel, P&& plai
   if (has_plain) state.counters["vs_plain"] = median(plain_ratios);
   state.counters["ns_per_call"] = batches > 0 ? kernel_seconds / static_cast<double>(batches * reps) * 1e9 : 0.0;
   state.counters["calls_per_batch"] = reps;
+  if (stream_has_wide()) state.counters["baseline_bits"] = base.wide ? 512 : 256;
   state.SetBytesProcessed(static_cast<std::int64_t>(2 * bytes) * reps * state.iterations());
 }
 

@@ -23,11 +23,12 @@ void BM_StreamFmaBaselineThreads(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0) * state.range(1) * state.range(2) * state.range(3));
   const auto threads = static_cast<std::size_t>(state.range(4));
   posenc_bench::buffer<float> x(n, 1.0f);
+  const bool wide = posenc_bench::prefer_wide_stream(x.data(), n);  // the width the paired baseline picks too
   posenc_bench::run_paired(state, n * sizeof(float), [&] {
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t)
-      pool.emplace_back([&, t] { posenc_bench::stream_fma(x.data() + n * t / threads, n / threads, 0.999f, 0.001f); });
-    posenc_bench::stream_fma(x.data(), n / threads, 0.999f, 0.001f);
+      pool.emplace_back([&, t] { posenc_bench::stream_fma(x.data() + n * t / threads, n / threads, 0.999f, 0.001f, wide); });
+    posenc_bench::stream_fma(x.data(), n / threads, 0.999f, 0.001f, wide);
     for (auto& t : pool) t.join();
     benchmark::DoNotOptimize(x.data());
   });
