@@ -56,7 +56,11 @@ PROBE_AVX512 float compute512(index_t iters) {
     for (auto& a : acc) a = _mm512_fmadd_ps(a, m, c);
   __m512 s = acc[0];
   for (int k = 1; k < 8; ++k) s = _mm512_add_ps(s, acc[k]);
-  return _mm512_reduce_add_ps(s);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  float sum = 0.0f;
+  for (float v : lanes) sum += v;
+  return sum;
 }
 
 double ticks_per_second() {
