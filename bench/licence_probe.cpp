@@ -33,10 +33,12 @@ using posenc::index_t;
 #define PROBE_AVX512 __attribute__((target("avx512f"), noinline))
 
 PROBE_AVX2 void add256(float* x, const float* t, index_t n) {
-  for (index_t i = 0; i < n; i += 8) _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(t + i)));
+  for (index_t i = 0; i < n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(t + i)));
 }
 PROBE_AVX512 void add512(float* x, const float* t, index_t n) {
-  for (index_t i = 0; i < n; i += 16) _mm512_storeu_ps(x + i, _mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(t + i)));
+  for (index_t i = 0; i < n; i += 16)
+    _mm512_storeu_ps(x + i, _mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(t + i)));
 }
 // The paired benchmark baseline's shape: an in-place multiply-add stream over another buffer.
 PROBE_AVX2 void stream256(float* b, index_t n) {
@@ -125,7 +127,8 @@ int main(int argc, char** argv) {
     const char* name;
     int kind;
   };
-  const pred preds[] = {{"scalar (idle core)", 0}, {"256-bit stream", 1}, {"512-bit stream", 2}, {"512-bit FMAs (GEMM-like)", 3}};
+  const pred preds[] = {
+      {"scalar (idle core)", 0}, {"256-bit stream", 1}, {"512-bit stream", 2}, {"512-bit FMAs (GEMM-like)", 3}};
   const char* subjects[] = {"add 256-bit", "add 512-bit", "posenc learned add"};
   const int np = 4, ns = 3;
   std::vector<double> t[4][3], before[4][3], after[4][3];
@@ -153,13 +156,14 @@ int main(int argc, char** argv) {
         after[p][s].push_back(clock_ghz(tps));
         t[p][s].push_back(static_cast<double>(c1 - c0) / tps * 1e6);
       }
-  std::printf("posenc_licence_probe: %ld MiB x + %ld MiB table per add, %d rounds, TSC %.3f GHz, posenc dispatches %s\n",
+  std::printf("posenc_licence_probe: %ld MiB x + %ld MiB table per add, %d rounds, TSC %.3f GHz, "
+              "posenc dispatches %s\n",
               mib, mib, rounds, tps * 1e-9, posenc::isa_name(posenc::active_isa()));
   std::printf("%-26s %-20s %10s %14s %13s\n", "after", "the add", "us", "GHz before", "GHz after");
   for (int p = 0; p < np; ++p)
     for (int s = 0; s < ns; ++s)
-      std::printf("%-26s %-20s %10.1f %14.2f %13.2f\n", preds[p].name, subjects[s], median(t[p][s]), median(before[p][s]),
-                  median(after[p][s]));
+      std::printf("%-26s %-20s %10.1f %14.2f %13.2f\n", preds[p].name, subjects[s], median(t[p][s]),
+                  median(before[p][s]), median(after[p][s]));
   return 0;
 }
 

@@ -99,7 +99,9 @@ def main():
             ratio = dv / nv if dv and nv else None
         entry = {"ns_per_call": med(d, "ns_per_call"), "vs_baseline": med(d, "vs_baseline"),
                  "vs_plain": med(d, "vs_plain"), "native_vs_baseline": med(n, "vs_baseline"),
-                 "native_vs_plain": med(n, "vs_plain"), "default_over_native": ratio}
+                 "native_vs_plain": med(n, "vs_plain"), "default_over_native": ratio,
+                 # The baseline's vector width in each run (AVX-512 CPUs: baseline.hpp's prefer_wide_stream).
+                 "baseline_bits": [b["baseline_bits"] for b in d + n if "baseline_bits" in b]}
         table[k] = entry
         print(f"| {k} | {fmt_ns(entry['ns_per_call'])} | {fmt(entry['vs_baseline'])} | {fmt(entry['vs_plain'])} | "
               f"{fmt(entry['native_vs_baseline'])} | {fmt(entry['native_vs_plain'])} | {fmt(ratio)} |")
