@@ -27,7 +27,8 @@ void BM_StreamFmaBaselineThreads(benchmark::State& state) {
   posenc_bench::run_paired(state, n * sizeof(float), [&] {
     std::vector<std::thread> pool;
     for (std::size_t t = 1; t < threads; ++t)
-      pool.emplace_back([&, t] { posenc_bench::stream_fma(x.data() + n * t / threads, n / threads, 0.999f, 0.001f, wide); });
+      pool.emplace_back(
+          [&, t] { posenc_bench::stream_fma(x.data() + n * t / threads, n / threads, 0.999f, 0.001f, wide); });
     posenc_bench::stream_fma(x.data(), n / threads, 0.999f, 0.001f, wide);
     for (auto& t : pool) t.join();
     benchmark::DoNotOptimize(x.data());
