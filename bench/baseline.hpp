@@ -50,8 +50,8 @@ inline double median(std::vector<double>& v) {
 void stream_fma(float* x, std::size_t n, float a, float b, bool wide = false);
 /// Whether this CPU runs the 512-bit stream.
 bool stream_has_wide();
-/// Whether the 512-bit stream over n floats is faster than the 256-bit one by 8% or more (timed over x, the two
-/// alternating, at the first call for each n; later calls for the same n return that answer). A 512-bit stream
+/// Whether the 512-bit stream over n floats is faster than the 256-bit one by 8% or more in at least seven of nine
+/// alternating timings over x (at the first call for each n; later calls for the same n return that answer). A 512-bit stream
 /// lowers an Intel core's clock (the AVX-512 licence) for the batch after it: on Emerald Rapids 2.99 -> 2.40 GHz,
 /// and a 512-bit kernel right after ran 4% slower while a 256-bit loop recovered (bench/README.md, run 11;
 /// bench/licence_probe.cpp). So the baseline runs 512 bits wide only where that buys bandwidth (in L1, and from
