@@ -50,12 +50,12 @@ inline double median(std::vector<double>& v) {
 void stream_fma(float* x, std::size_t n, float a, float b, bool wide = false);
 /// Whether this CPU runs the 512-bit stream.
 bool stream_has_wide();
-/// Whether the 512-bit stream over n floats is faster than the 256-bit one by 8% or more in at least seven of nine
-/// alternating timings over x (at the first call for each n; later calls for the same n return that answer). A 512-bit stream
-/// lowers an Intel core's clock (the AVX-512 licence) for the batch after it: on Emerald Rapids 2.99 -> 2.40 GHz,
-/// and a 512-bit kernel right after ran 4% slower while a 256-bit loop recovered (bench/README.md, run 11;
-/// bench/licence_probe.cpp). So the baseline runs 512 bits wide only where that buys bandwidth (in L1, and from
-/// DRAM: 15-25% there) and 256 bits wide where the widths tie (L2, L3).
+/// Whether the 512-bit stream over n floats is faster than the 256-bit one by 8% or more in at least seven of
+/// nine alternating timings over x (at the first call for each n; later calls for the same n return that answer).
+/// A 512-bit stream lowers an Intel core's clock (the AVX-512 licence) for the batch after it: on Emerald Rapids
+/// 2.99 -> 2.40 GHz, and a 512-bit kernel right after ran 4% slower while a 256-bit loop recovered
+/// (bench/README.md, run 11; bench/licence_probe.cpp). So the baseline runs 512 bits wide only where that buys
+/// bandwidth (in L1, and from DRAM: 15-25% there) and 256 bits wide where the widths tie (L2, L3).
 bool prefer_wide_stream(float* x, std::size_t n);
 
 /// A buffer the baseline streams over: `bytes` bytes (rounded up to whole floats), and the width chosen for it.
