@@ -219,14 +219,16 @@ void BM_CudaRopeDecodeFusedQk(benchmark::State& state) {
   });
 }
 
-/// ALiBi added in place to float scores [N, H, Lq, Lk]; the queries are the last Lq of Lk tokens.
-template <bool Causal>
+/// ALiBi added in place to float scores [N, H, Lq, Lk]; the queries are the last Lq of Lk tokens. Fp32: the
+/// fp32 arithmetic (float slope, one float fma) instead of the exact one (double fma).
+template <bool Causal, bool Fp32 = false>
 void BM_CudaAlibiAdd(benchmark::State& state) {
   guarded(state, [&] {
     const index_t n = state.range(0), h = state.range(1), lq = state.range(2), lk = state.range(3);
     stream_timer t;
     posenc::alibi_config cfg;
     cfg.num_heads = h;
+    cfg.arithmetic = Fp32 ? posenc::alibi_arithmetic::fp32 : posenc::alibi_arithmetic::exact;
     const auto elems = static_cast<std::size_t>(n * h * lq * lk);
     device_array<float> scores(elems);
     fill_random(scores.p, elems);
@@ -265,7 +267,8 @@ void register_all(const std::string& s) {
     benchmark::RegisterBenchmark((name + s).c_str(), fn)->ArgNames({"N", "Hq", "Hkv", "D"})->Args({1, 32, 8, 128})
         ->UseManualTime();
   for (const auto& [name, fn] : {std::pair{"BM_CudaAlibiAdd", BM_CudaAlibiAdd<false>},
-                                 std::pair{"BM_CudaAlibiAddCausal", BM_CudaAlibiAdd<true>}})
+                                 std::pair{"BM_CudaAlibiAddCausal", BM_CudaAlibiAdd<true>},
+                                 std::pair{"BM_CudaAlibiAddFp32", BM_CudaAlibiAdd<false, true>}})
     benchmark::RegisterBenchmark((name + s).c_str(), fn)->ArgNames({"N", "H", "Lq", "Lk"})->Args({1, 32, 512, 4096})
         ->Args({1, 32, 1, 4096})->UseManualTime();
 }

@@ -21,14 +21,16 @@ using posenc::index_t;
 
 namespace plain = posenc_bench::plain;
 
-/// Exact: the plain loop keeps posenc's rounding contract (double fma per score, one rounding), so vs_plain
-/// compares the kernels on the same arithmetic; the row without it compares with a float loop.
-template <bool Causal, bool Exact = false>
+/// Each arithmetic against the plain loop that computes it: fp32 (float slope, float fma: the loop an engine
+/// writes, llama.cpp's arithmetic) against the float-lane loop, exact (double fma per score, one rounding)
+/// against the same loop in double lanes. ns_per_call of the two posenc rows is the price of exactness.
+template <bool Causal, bool Exact>
 void BM_AlibiAdd(benchmark::State& state) {
   const index_t n = state.range(0), h = state.range(1), lq = state.range(2), lk = state.range(3);
   auto scores = posenc_bench::random_values(static_cast<std::size_t>(n * h * lq * lk));
   posenc::alibi_config cfg;
   cfg.num_heads = h;
+  cfg.arithmetic = Exact ? posenc::alibi_arithmetic::exact : posenc::alibi_arithmetic::fp32;
   posenc::strided_view<float, 4> v(scores.data(), {n, h, lq, lk});
   const auto pos = posenc::positions::offset(lk - lq);  // the queries are the last lq of lk tokens
   std::vector<float> slopes(static_cast<std::size_t>(h));  // 2^(-8 (h+1) / H), H a power of two
@@ -181,11 +183,13 @@ void BM_ConvertRopeLayout(benchmark::State& state) {
 }
 
 const std::string S = posenc_bench::isa_suffix();
-BENCHMARK(BM_AlibiAdd<false>)->Name("BM_AlibiAdd" + S)->ArgNames({"N", "H", "Lq", "Lk"})
+BENCHMARK(BM_AlibiAdd<false, false>)->Name("BM_AlibiAdd" + S)->ArgNames({"N", "H", "Lq", "Lk"})
     ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
-BENCHMARK(BM_AlibiAdd<true>)->Name("BM_AlibiAddCausal" + S)->ArgNames({"N", "H", "Lq", "Lk"})
+BENCHMARK(BM_AlibiAdd<true, false>)->Name("BM_AlibiAddCausal" + S)->ArgNames({"N", "H", "Lq", "Lk"})
     ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
-BENCHMARK(BM_AlibiAdd<false, true>)->Name("BM_AlibiAddVsExactPlain" + S)->ArgNames({"N", "H", "Lq", "Lk"})
+BENCHMARK(BM_AlibiAdd<false, true>)->Name("BM_AlibiAddExact" + S)->ArgNames({"N", "H", "Lq", "Lk"})
+    ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
+BENCHMARK(BM_AlibiAdd<true, true>)->Name("BM_AlibiAddExactCausal" + S)->ArgNames({"N", "H", "Lq", "Lk"})
     ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
 BENCHMARK(BM_Xpos)->Name("BM_Xpos" + S)->ArgNames({"N", "L", "H", "D"})->Args({1, 4096, 32, 128})->UseManualTime();
 BENCHMARK(BM_SinusoidalAdd)->Name("BM_SinusoidalAdd" + S)->ArgNames({"N", "L", "D"})

@@ -29,18 +29,6 @@ using namespace posenc_test;
 template <class T>
 using view4 = posenc::strided_view<T, 4>;
 
-posenc::alibi_config config_of(const golden_case& c) {
-  posenc::alibi_config cfg;
-  cfg.num_heads = c.integer("num_heads");
-  cfg.max_bias = c.num("max_bias");
-  if (c.has("head_begin")) {
-    cfg.head_begin = c.integer("head_begin");
-    cfg.head_end = c.integer("head_end");
-  }
-  if (c.has("form")) cfg.form = c.str("form") == "symmetric" ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
-  return cfg;
-}
-
 template <class T>
 std::vector<T> random_storage(std::size_t n, unsigned seed) {
   std::mt19937 gen(seed);
@@ -127,10 +115,61 @@ void check_bias(const golden_case& c, const posenc::alibi_config& cfg) {
   for (std::size_t i = 0; i < w.size(); ++i) ASSERT_TRUE(same_bits(w[i], z[i])) << c.name << " element " << i;
 }
 
+/// The fp32 arithmetic against its golden case: every value is one float rounding of an exact expression, so
+/// float compares bit for bit, and a 16-bit T is that float rounded to T once (as the kernel stores it). The
+/// bias written, the bias added to x, the same on a strided view (the per-key path), and through the
+/// explicit-slopes overload with float and with double slopes (rounded to float first).
+template <class T>
+void check_fp32(const golden_case& c, const posenc::alibi_config& cfg) {
+  const auto& x = c.array("x");
+  const auto& y = c.array("y");
+  const auto& bias = c.array("bias");
+  const index_t h = x.shape[0], lq = x.shape[1], lk = x.shape[2];
+  const auto pos = posenc::positions::offset(c.integer("query_offset"));
+  auto want = [](const golden_array& a) {
+    std::vector<T> w;
+    for (double v : a.values) w.push_back(posenc::detail::simd::store_as<T>(static_cast<float>(v)));
+    return w;
+  };
+  auto expect_bits = [&](const std::vector<T>& got, const std::vector<T>& expected, const std::string& what) {
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_TRUE(same_bits(got[i], expected[i]))
+          << c.name << " " << what << " " << dtype_info<T>::name << " element " << i << ": got " << as_double(got[i])
+          << ", expected " << as_double(expected[i]);
+  };
+  std::vector<T> b(bias.values.size(), T(0));
+  posenc::alibi_bias(cfg, posenc::strided_view<T, 3>(b.data(), {h, lq, lk}), pos);
+  expect_bits(b, want(bias), "alibi_bias");
+  std::vector<T> x0;
+  for (double v : x.values) x0.push_back(posenc::detail::simd::store_as<T>(v));  // bfloat16-exact inputs
+  std::vector<T> z = x0;
+  posenc::add_alibi_bias(cfg, view4<T>(z.data(), {1, h, lq, lk}), pos);
+  expect_bits(z, want(y), "add_alibi_bias");
+  // Keys two elements apart: the rows take the per-key loop, the same bits.
+  std::vector<T> wide(2 * x0.size(), T(0));
+  for (std::size_t i = 0; i < x0.size(); ++i) wide[2 * i] = x0[i];
+  posenc::add_alibi_bias(cfg, view4<T>(wide.data(), {1, h, lq, lk}, {2 * h * lq * lk, 2 * lq * lk, 2 * lk, 2}), pos);
+  for (std::size_t i = 0; i < x0.size(); ++i) wide[i] = wide[2 * i];
+  wide.resize(x0.size());
+  expect_bits(wide, want(y), "add_alibi_bias, key stride 2");
+  std::vector<float> sf(static_cast<std::size_t>(h));
+  std::vector<double> sd(static_cast<std::size_t>(h));
+  posenc::alibi_slopes(cfg, posenc::strided_view<float, 1>(sf.data(), {h}));
+  posenc::alibi_slopes(cfg, posenc::strided_view<double, 1>(sd.data(), {h}));
+  std::vector<T> w = x0;
+  posenc::add_alibi_bias(posenc::strided_view<const float, 1>(sf.data(), {h}), view4<T>(w.data(), {1, h, lq, lk}), pos,
+                         posenc::alibi_mask::none, cfg.form, posenc::alibi_arithmetic::fp32);
+  expect_bits(w, want(y), "add_alibi_bias, float slopes");
+  w = x0;
+  posenc::add_alibi_bias(posenc::strided_view<const double, 1>(sd.data(), {h}), view4<T>(w.data(), {1, h, lq, lk}), pos,
+                         posenc::alibi_mask::none, cfg.form, posenc::alibi_arithmetic::fp32);
+  expect_bits(w, want(y), "add_alibi_bias, double slopes");
+}
+
 TEST_P(AlibiGolden, AllDtypes) {
   const auto cases = load_golden("alibi.txt");
   const golden_case& c = find_case(cases, param());
-  const posenc::alibi_config cfg = config_of(c);
+  const posenc::alibi_config cfg = golden_alibi_config(c);
   if (c.has("slopes")) {
     const auto& s = c.array("slopes").values;
     ASSERT_EQ(posenc::alibi_local_heads(cfg), static_cast<index_t>(s.size()));
@@ -145,6 +184,10 @@ TEST_P(AlibiGolden, AllDtypes) {
     check_slopes<double>(c, cfg);
     check_slopes<Eigen::half>(c, cfg);
     check_slopes<Eigen::bfloat16>(c, cfg);
+  } else if (cfg.arithmetic == posenc::alibi_arithmetic::fp32) {
+    check_fp32<float>(c, cfg);
+    check_fp32<Eigen::half>(c, cfg);
+    check_fp32<Eigen::bfloat16>(c, cfg);
   } else {
     check_bias<float>(c, cfg);
     check_bias<double>(c, cfg);
@@ -354,6 +397,61 @@ TEST(AlibiBias, DecodeRowEqualsPrefillRow) {
 }
 
 // Per-batch slopes [N, H]: each row gets its own slopes; a [H] view broadcasts over the batch.
+/// alibi_arithmetic::fp32 on full-precision float scores (24-bit significands, where a product rounded before
+/// the sum differs from the fused form) against the C library's float fma, on every ISA: rows of 1-200 keys
+/// (vector bodies, tails), offsets past the row, shards of non-power-of-two head counts, both forms, the
+/// causal mask; and the bias written alone against the float product.
+class AlibiFp32 : public IsaOnlyTest {};
+
+TEST_P(AlibiFp32, MatchesTheFloatFmaOnEveryIsa) {
+  std::mt19937 gen(20261128);
+  std::uniform_real_distribution<float> u(-48.0f, 48.0f);
+  std::size_t fused_differs = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    posenc::alibi_config cfg;
+    cfg.num_heads = 1 + static_cast<index_t>(gen() % 40);
+    cfg.head_begin = static_cast<index_t>(gen() % static_cast<unsigned>(cfg.num_heads));
+    cfg.form = trial % 3 == 2 ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
+    cfg.arithmetic = posenc::alibi_arithmetic::fp32;
+    const index_t h = cfg.num_heads - cfg.head_begin, lq = 1 + static_cast<index_t>(gen() % 3);
+    const index_t lk = 1 + static_cast<index_t>(gen() % 200), offset = static_cast<index_t>(gen() % 300);
+    const bool causal = trial % 4 == 1;
+    std::vector<float> x(static_cast<std::size_t>(h * lq * lk));
+    for (float& v : x) v = u(gen);
+    // Scores a previous mask or overflow left: they pass through as the float fma passes them.
+    const float specials[] = {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max(), 0.0f, -0.0f};
+    for (int k = 0; k < 3; ++k) x[gen() % x.size()] = specials[gen() % 6];
+    std::vector<float> got = x, bias(x.size(), 0.0f);
+    posenc::add_alibi_bias(cfg, view4<float>(got.data(), {1, h, lq, lk}), posenc::positions::offset(offset),
+                           causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none);
+    posenc::alibi_bias(cfg, posenc::strided_view<float, 3>(bias.data(), {h, lq, lk}), posenc::positions::offset(offset));
+    for (index_t k = 0; k < h; ++k) {
+      const auto sf = static_cast<float>(posenc::alibi_slope(cfg.head_begin + k, cfg.num_heads, cfg.max_bias));
+      for (index_t i = 0; i < lq; ++i)
+        for (index_t j = 0; j < lk; ++j) {
+          const auto e = static_cast<std::size_t>((k * lq + i) * lk + j);
+          const index_t d = j - (offset + i);
+          const float slope = cfg.form == posenc::alibi_form::symmetric && d > 0 ? -sf : sf;
+          const auto df = static_cast<float>(d);
+          const float want = causal && d > 0 ? -std::numeric_limits<float>::infinity() : std::fma(slope, df, x[e]);
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(got[e])) << "trial " << trial << " head " << k << " key " << j;
+            continue;
+          }
+          ASSERT_TRUE(same_bits(got[e], want)) << "trial " << trial << " head " << k << " query " << i << " key " << j
+                                               << ": got " << got[e] << ", want " << want;
+          ASSERT_TRUE(same_bits(bias[e], slope * df)) << "trial " << trial << " bias, head " << k << " key " << j;
+          if (!(causal && d > 0) && !same_bits(want, slope * df + x[e])) ++fused_differs;
+        }
+    }
+  }
+  // The data tells the fused form from the product rounded first (else this test could not see the difference).
+  EXPECT_GT(fused_differs, 100u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, AlibiFp32, ::testing::ValuesIn(all_isas()), isa_only_name);
+
 TEST(AddAlibiBias, PerBatchSlopes) {
   constexpr index_t n = 2, h = 4, lq = 3, lk = 6;
   const double slopes[n][h] = {{0.5, 0.25, 0.125, 0.0625}, {0.3, 0.7, 0.01, 1.9}};
@@ -430,8 +528,8 @@ TEST(AlibiBias, EmptyTensorsAreFine) {
 
 // --------------------------------------------------------------------------------------------- errors
 
-template <class F>
-void expect_rejected(const std::vector<float>& out, const std::vector<float>& sentinel, F&& call, const char* what,
+template <class T, class F>
+void expect_rejected(const std::vector<T>& out, const std::vector<T>& sentinel, F&& call, const char* what,
                      const char* message_part = nullptr) {
   try {
     call();
@@ -470,6 +568,7 @@ TEST(AlibiErrors, ConfigurationsAreRejectedBeforeWriting) {
       {"head_end=head_begin", bad([](auto& c) { c.head_begin = 2; c.head_end = 2; })},
       {"head_end<head_begin", bad([](auto& c) { c.head_begin = 4; c.head_end = 2; })},
       {"form=7", bad([](auto& c) { c.form = static_cast<posenc::alibi_form>(7); })},
+      {"arithmetic=5", bad([](auto& c) { c.arithmetic = static_cast<posenc::alibi_arithmetic>(5); })},
   };
   for (const auto& entry : configs) {
     const char* what = entry.first;
@@ -479,6 +578,25 @@ TEST(AlibiErrors, ConfigurationsAreRejectedBeforeWriting) {
     expect_rejected(out, sentinel, [&] { posenc::add_alibi_bias(cfg, view4<float>(out.data(), {1, 6, 2, 3})); }, what);
     expect_rejected(out, sentinel, [&] { posenc::alibi_local_heads(cfg); }, what);
   }
+  // fp32 computes in float: double scores are refused, not rounded through float quietly.
+  std::vector<double> dout(6 * 2 * 3, 1.25);
+  const std::vector<double> dsentinel = dout;
+  posenc::alibi_config fp32 = bad([](auto& c) { c.arithmetic = posenc::alibi_arithmetic::fp32; });
+  const double dslopes[6] = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625};
+  expect_rejected(dout, dsentinel, [&] { posenc::alibi_bias(fp32, posenc::strided_view<double, 3>(dout.data(), {6, 2, 3})); },
+                  "alibi_bias double fp32", "double scores");
+  expect_rejected(dout, dsentinel, [&] { posenc::add_alibi_bias(fp32, view4<double>(dout.data(), {1, 6, 2, 3})); },
+                  "add_alibi_bias double fp32", "double scores");
+  expect_rejected(dout, dsentinel, [&] {
+    posenc::add_alibi_bias(posenc::strided_view<const double, 1>(dslopes, {6}), view4<double>(dout.data(), {1, 6, 2, 3}),
+                           posenc::positions::offset(0), posenc::alibi_mask::none, posenc::alibi_form::linear,
+                           posenc::alibi_arithmetic::fp32);
+  }, "add_alibi_bias slopes double fp32", "double scores");
+  expect_rejected(out, sentinel, [&] {
+    posenc::add_alibi_bias(posenc::strided_view<const double, 1>(dslopes, {6}), view4<float>(out.data(), {1, 6, 2, 3}),
+                           posenc::positions::offset(0), posenc::alibi_mask::none, posenc::alibi_form::linear,
+                           static_cast<posenc::alibi_arithmetic>(5));
+  }, "add_alibi_bias slopes arithmetic=5", "arithmetic=5");
   expect_rejected(out, sentinel, [&] { posenc::alibi_slope(6, 6); }, "alibi_slope head=6", "head=6");
   expect_rejected(out, sentinel, [&] { posenc::alibi_slope(-1, 6); }, "alibi_slope head=-1", "head=-1");
   expect_rejected(out, sentinel, [&] { posenc::alibi_slope(0, 0); }, "alibi_slope num_heads=0", "num_heads=0");

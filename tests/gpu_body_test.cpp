@@ -357,21 +357,11 @@ void run_alibi_grid(const Params& p, index_t blocks, index_t threads) {
     for (index_t t = 0; t < threads; ++t) gpu::alibi_block(p, b, t, threads);
 }
 
-posenc::alibi_config alibi_config_of(const golden_case& c) {
-  posenc::alibi_config cfg;
-  cfg.num_heads = c.integer("num_heads");
-  cfg.max_bias = c.num("max_bias");
-  cfg.head_begin = c.integer("head_begin");
-  cfg.head_end = c.integer("head_end");
-  cfg.form = c.str("form") == "symmetric" ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
-  return cfg;
-}
-
 // Every bias_* case of alibi.txt: the bias written, added onto zero scores, and added from a slopes view (the
 // shard's slopes in double), each over the whole grid.
 template <class T>
 void check_alibi_case(const golden_case& c, index_t threads) {
-  const posenc::alibi_config cfg = alibi_config_of(c);
+  const posenc::alibi_config cfg = golden_alibi_config(c);
   const auto& expected = c.array("bias");
   const index_t h = expected.shape[0], lq = expected.shape[1], lk = expected.shape[2];
   const posenc::positions pos = posenc::positions::offset(c.integer("query_offset"));
@@ -383,10 +373,33 @@ void check_alibi_case(const golden_case& c, index_t threads) {
   for (int mode = 0; mode < 3; ++mode) {
     std::vector<T> out(expected.values.size(), T(0));
     const auto v = gpu::pod_of(posenc::strided_view<T, 4>(out.data(), {1, h, lq, lk}));
-    if (mode == 2) run_alibi_grid(gpu::alibi_params<T, pd::alibi_view_slopes<double>>{v, view, pos, true, symmetric, false}, h * lq, threads);
-    else run_alibi_grid(gpu::alibi_params<T, pd::alibi_formula_slopes>{v, formula, pos, mode == 1, symmetric, false}, h * lq, threads);
+    if (mode == 2) run_alibi_grid(gpu::alibi_params<T, pd::alibi_view_slopes<double>>{v, view, pos, true, symmetric, false, false}, h * lq, threads);
+    else run_alibi_grid(gpu::alibi_params<T, pd::alibi_formula_slopes>{v, formula, pos, mode == 1, symmetric, false, false}, h * lq, threads);
     expect_close(out, expected, c.name + (mode == 0 ? " bias" : mode == 1 ? " add" : " add (slopes view)") +
                                     " threads=" + std::to_string(threads));
+  }
+}
+
+// Every fp32_* case of alibi.txt (alibi_arithmetic::fp32): the bias written and the bias added to the case's
+// scores, bit for bit (one float rounding; a 16-bit T rounds that float once more).
+template <class T>
+void check_alibi_fp32_case(const golden_case& c, index_t threads) {
+  const posenc::alibi_config cfg = golden_alibi_config(c);
+  const auto& x = c.array("x");
+  const index_t h = x.shape[0], lq = x.shape[1], lk = x.shape[2];
+  const posenc::positions pos = posenc::positions::offset(c.integer("query_offset"));
+  const bool symmetric = cfg.form == posenc::alibi_form::symmetric;
+  const pd::alibi_formula_slopes formula{cfg.num_heads, cfg.head_begin, cfg.max_bias};
+  for (bool add : {false, true}) {
+    std::vector<T> out;
+    for (double e : x.values) out.push_back(add ? posenc::detail::simd::store_as<T>(e) : T(0));
+    const auto v = gpu::pod_of(posenc::strided_view<T, 4>(out.data(), {1, h, lq, lk}));
+    run_alibi_grid(gpu::alibi_params<T, pd::alibi_formula_slopes>{v, formula, pos, add, symmetric, false, true}, h * lq,
+                   threads);
+    const auto& want = c.array(add ? "y" : "bias").values;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      ASSERT_TRUE(same_bits(out[i], posenc::detail::simd::store_as<T>(static_cast<float>(want[i]))))
+          << c.name << (add ? " add" : " bias") << " threads=" << threads << " element " << i;
   }
 }
 
@@ -395,6 +408,14 @@ TEST(GpuAlibiBody, MatchesGolden) {
   for (const auto& c : load_golden("alibi.txt")) {
     if (!c.has("bias")) continue;  // the slopes cases test the formula the body calls (alibi_test.cpp)
     ++cases;
+    if (c.has("arithmetic")) {
+      for (index_t threads : {index_t{7}, index_t{128}}) {
+        check_alibi_fp32_case<float>(c, threads);
+        check_alibi_fp32_case<Eigen::half>(c, threads);
+        check_alibi_fp32_case<Eigen::bfloat16>(c, threads);
+      }
+      continue;
+    }
     for (index_t threads : {index_t{7}, index_t{128}}) {
       check_alibi_case<float>(c, threads);
       check_alibi_case<double>(c, threads);
@@ -424,7 +445,7 @@ TEST(GpuAlibiBody, CausalPerSequenceAndBatchSlopesAsTheCpu) {
                              posenc::strided_view<float, 4>(want.data(), ext, str), pos, mask, form);
       const pd::alibi_view_slopes<float> sv{slopes, {h, 1}};
       const auto v = gpu::pod_of(posenc::strided_view<float, 4>(got.data(), ext, str));
-      run_alibi_grid(gpu::alibi_params<float, pd::alibi_view_slopes<float>>{v, sv, pos, true, symmetric, causal},
+      run_alibi_grid(gpu::alibi_params<float, pd::alibi_view_slopes<float>>{v, sv, pos, true, symmetric, causal, false},
                      n * h * lq, 5);
       for (std::size_t i = 0; i < got.size(); ++i) {
         if (std::isinf(want[i])) ASSERT_EQ(got[i], want[i]) << i;

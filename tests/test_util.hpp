@@ -54,6 +54,23 @@ inline std::string camel(const std::string& s) {
   return out;
 }
 
+/// The ALiBi configuration of an alibi.txt case (tests/golden/FORMAT.md): num_heads and max_bias, and the shard
+/// [head_begin, head_end), the form and the arithmetic where the case gives them.
+inline posenc::alibi_config golden_alibi_config(const golden_case& c) {
+  posenc::alibi_config cfg;
+  cfg.num_heads = c.integer("num_heads");
+  cfg.max_bias = c.num("max_bias");
+  if (c.has("head_begin")) {
+    cfg.head_begin = c.integer("head_begin");
+    cfg.head_end = c.integer("head_end");
+  }
+  if (c.has("form")) cfg.form = c.str("form") == "symmetric" ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
+  if (c.has("arithmetic")) {
+    EXPECT_TRUE(posenc::parse(c.str("arithmetic"), cfg.arithmetic)) << c.str("arithmetic");
+  }
+  return cfg;
+}
+
 /// The instruction sets posenc has kernels for on this architecture: every golden suite runs once per entry
 /// (the test binary is built with default flags; dispatch picks the kernels at run time).
 inline std::vector<posenc::isa> all_isas() {

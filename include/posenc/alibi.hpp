@@ -132,15 +132,16 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
 ///   linear:    out[h, i, j] = slope_h * (j - q(i))
 ///   symmetric: out[h, i, j] = -slope_h * |j - q(i)|
 ///   mask causal: out[h, i, j] = -infinity where j > q(i).
-/// The distance is formed in int64 and multiplied by the double slope; one rounding to T. Source: Press et
+/// The distance is formed in int64 and multiplied by the double slope; one rounding to T (cfg.arithmetic fp32:
+/// float slope times float distance, see alibi_arithmetic). Source: Press et
 /// al. 2022 (ALiBi). llama.cpp's KQ mask holds -|q - j| for ALiBi models and ggml_soft_max_ext scales it by
 /// the slope: the same values (the symmetric form where attention is not causal). BLOOM / HF
 /// `build_alibi_tensor` adds slope * j instead, dropping the per-row constant -slope * q that softmax
 /// ignores; posenc keeps the relative form, so a bias row does not depend on the cache length.
 /// `out`: strided_view<T, 3> or a rank-3 Eigen tensor [alibi_local_heads(cfg), Lq, Lk], any strides.
 /// Throws argument_error, writing nothing, on a bad configuration, a head extent other than the local head
-/// count, query positions that are negative, overflow or do not describe one sequence of Lq queries, or a bad
-/// mask.
+/// count, query positions that are negative, overflow or do not describe one sequence of Lq queries, a bad
+/// mask, or a double output with arithmetic fp32.
 ///
 /// **Example**
 /// ```
@@ -156,6 +157,7 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, const positions& query_p
   std::array<index_t, 2> r{};
   POSENC_TRY(detail::check_alibi_config(fn, cfg, r));
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
+  POSENC_TRY(detail::check_alibi_arithmetic<typename decltype(v)::element_type>(fn, cfg.arithmetic));
   POSENC_TRY(detail::check_view(fn, "out", v, true));
   const auto v4 = detail::as_scores_view(v);
   const positions& pos = query_pos;
@@ -165,7 +167,8 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, const positions& query_p
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  detail::run_alibi_rows(std::false_type{}, v4, slopes, pos, symmetric, causal);
+  const bool fp32 = cfg.arithmetic == alibi_arithmetic::fp32;
+  detail::run_alibi_rows(std::false_type{}, v4, slopes, pos, symmetric, causal, fp32);
   return {};
 }
 template <class X>
@@ -180,7 +183,9 @@ void alibi_bias(const alibi_config& cfg, X&& out, const positions& query_pos = p
 /// j. With mask causal, scores with j > q(n, i) are set to -infinity instead. Each element is widened to
 /// double, updated as fma(slope_h, j - q, score) with one rounding (the AVX2, AVX-512 and NEON kernels; the
 /// portable kernel of a CPU without FMA rounds the product first, at most 1 ulp of double apart), and rounded
-/// to T once.
+/// to T once. With cfg.arithmetic = alibi_arithmetic::fp32 (float and 16-bit scores): fma(float(slope_h),
+/// float(j - q), score) in float, one rounding, the same bits on every target: what a float32 engine computes,
+/// at twice the lanes.
 /// Query positions: positions::offset(P) (a KV cache of P entries before the Lq new queries, the same for
 /// every row), positions::per_sequence (continuous batching: row n has its own cache length) or
 /// positions::per_token (an explicit position per query, e.g. speculative decoding trees). Only j - q matters,
@@ -190,7 +195,8 @@ void alibi_bias(const alibi_config& cfg, X&& out, const positions& query_pos = p
 /// `scores`: strided_view<T, 4> [N, H_local, Lq, Lk] (any strides: e.g. a padded Lk row stride) or [H_local,
 /// Lq, Lk] (N = 1), or an Eigen tensor of rank 4 or 3; only the viewed elements are read and written.
 /// Throws argument_error, writing nothing, on a bad configuration or mask, a head extent other than the local
-/// head count, or positions that are negative, overflow, or do not match (N, Lq).
+/// head count, positions that are negative, overflow, or do not match (N, Lq), or double scores with
+/// arithmetic fp32.
 ///
 /// **Example**
 /// ```
@@ -205,6 +211,7 @@ status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& 
   std::array<index_t, 2> r{};
   POSENC_TRY(detail::check_alibi_config(fn, cfg, r));
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
+  POSENC_TRY(detail::check_alibi_arithmetic<typename decltype(sv)::element_type>(fn, cfg.arithmetic));
   POSENC_TRY(detail::check_view(fn, "scores", sv, true));
   const auto v = detail::as_scores_view(sv);
   bool work = false;
@@ -213,7 +220,8 @@ status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& 
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  detail::run_alibi_rows(std::true_type{}, v, slopes, query_pos, symmetric, causal);
+  const bool fp32 = cfg.arithmetic == alibi_arithmetic::fp32;
+  detail::run_alibi_rows(std::true_type{}, v, slopes, query_pos, symmetric, causal, fp32);
   return {};
 }
 template <class X>
@@ -225,7 +233,8 @@ void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_
 /// add_alibi_bias with explicit slopes instead of a configuration: `slopes` is [N, H_local] (per batch row,
 /// e.g. requests of different models or head subsets batched together) or [H_local] (the same for every
 /// row: slopes a checkpoint stores, or any custom set), of float, double, Eigen::half or Eigen::bfloat16.
-/// Everything else as the configuration overload; `form` picks linear or symmetric.
+/// Everything else as the configuration overload; `form` picks linear or symmetric, `arithmetic` exact or fp32
+/// (the slope rounded to float first: exact for float slopes).
 /// Throws argument_error, writing nothing, if the slopes' shape does not match (N, H_local) or H_local, a
 /// slope is not finite, the slopes overlap the scores, or as the configuration overload.
 ///
@@ -237,7 +246,8 @@ void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_
 /// ```
 template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>>
 status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
-                          alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) noexcept {
+                          alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear,
+                          alibi_arithmetic arithmetic = alibi_arithmetic::exact) noexcept {
   constexpr const char* fn = "add_alibi_bias";
   const auto scores_view = as_view(std::forward<X>(scores));
   const auto v = detail::as_scores_view(scores_view);
@@ -248,6 +258,7 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
   static_assert(detail::is_alibi_dtype_v<E>, "posenc::add_alibi_bias: slopes of float, double, half or bfloat16");
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
   POSENC_TRY(detail::check_alibi_form(fn, form));
+  POSENC_TRY(detail::check_alibi_arithmetic<typename decltype(scores_view)::element_type>(fn, arithmetic));
   POSENC_TRY(detail::check_view(fn, "scores", scores_view, true));
   POSENC_TRY(detail::check_view(fn, "slopes", sv, false));
   using A = std::array<index_t, 2>;
@@ -276,13 +287,15 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
   const detail::alibi_view_slopes<E> view_slopes{s2.data(), {s2.stride(0), s2.stride(1)}};
   const bool symmetric = form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
-  detail::run_alibi_rows(std::true_type{}, v, view_slopes, query_pos, symmetric, causal);
+  const bool fp32 = arithmetic == alibi_arithmetic::fp32;
+  detail::run_alibi_rows(std::true_type{}, v, view_slopes, query_pos, symmetric, causal, fp32);
   return {};
 }
 template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>>
 void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),
-                    alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear) {
-  detail::throw_if_error(try_add_alibi_bias<S&, X&, void>(slopes, scores, query_pos, mask, form));
+                    alibi_mask mask = alibi_mask::none, alibi_form form = alibi_form::linear,
+                    alibi_arithmetic arithmetic = alibi_arithmetic::exact) {
+  detail::throw_if_error(try_add_alibi_bias<S&, X&, void>(slopes, scores, query_pos, mask, form, arithmetic));
 }
 
 POSENC_END_NAMESPACE

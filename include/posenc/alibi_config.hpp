@@ -45,6 +45,25 @@ struct enum_names<alibi_mask> {
   static constexpr enum_name<alibi_mask> list[] = {{alibi_mask::none, "none"}, {alibi_mask::causal, "causal"}};
 };
 
+/// The arithmetic of the bias. `exact` (the default) forms slope * (j - q) from the double slope and adds it to
+/// the score in double, one rounding to the scores' type: the published formula, the same bits on every ISA.
+/// `fp32` is the arithmetic engines ship (llama.cpp's ggml_soft_max_ext: a float slope times the float distance
+/// in the KQ mask, fused into the score; vLLM's and Hugging Face's float32 slopes): the slope rounded to float
+/// once, then fma(slope, j - q, score) in float (write: slope * (j - q) in float), the distance rounded to float
+/// (exact below 2^24), one rounding; it runs in float lanes at twice the width of `exact` and without its
+/// conversions. Scores of float or a 16-bit type (double scores take `exact`).
+enum class alibi_arithmetic {
+  exact,  ///< double slope and sum, one rounding to the scores' type
+  fp32,   ///< float slope, float fma (what float32 engines compute)
+};
+/// The spellings of alibi_arithmetic (posenc/enum_names.hpp: to_string, parse).
+template <>
+struct enum_names<alibi_arithmetic> {
+  /// Canonical name first per value, then accepted aliases.
+  static constexpr enum_name<alibi_arithmetic> list[] = {
+      {alibi_arithmetic::exact, "exact"}, {alibi_arithmetic::fp32, "fp32"}, {alibi_arithmetic::fp32, "float32"}};
+};
+
 /// One ALiBi configuration. The slopes depend on the *global* head count, so a tensor-parallel shard names
 /// its heads [head_begin, head_end) of num_heads and local head k gets the slope of global head head_begin + k.
 ///
@@ -61,6 +80,7 @@ struct alibi_config {
   index_t head_begin = 0;  ///< first global head of this shard
   index_t head_end = -1;   ///< one past the last global head of this shard; -1 means num_heads
   alibi_form form = alibi_form::linear; ///< linear for causal decoders, symmetric for bidirectional encoders
+  alibi_arithmetic arithmetic = alibi_arithmetic::exact;  ///< exact (double) or fp32 (float32 engines' rounding)
 };
 
 namespace detail {
@@ -74,12 +94,25 @@ inline status check_alibi_form(const char* fn, alibi_form form) {
   return {};
 }
 
+/// Validates the arithmetic for scores of type T: fp32 computes in float, so double scores are refused rather
+/// than given float's rounding quietly.
+template <class T>
+status check_alibi_arithmetic(const char* fn, alibi_arithmetic a) {
+  if (a != alibi_arithmetic::exact && a != alibi_arithmetic::fp32)
+    return fail(fn, "arithmetic=", static_cast<int>(a), " is not an alibi_arithmetic");
+  if (a == alibi_arithmetic::fp32 && std::is_same_v<std::remove_const_t<T>, double>)
+    return fail(fn, "arithmetic=fp32 rounds in float: double scores take arithmetic=exact");
+  return {};
+}
+
 /// Validates a configuration; sets `range` to the global head range [begin, end) (unchanged on error).
 inline status check_alibi_config(const char* fn, const alibi_config& cfg, std::array<index_t, 2>& range) {
   if (cfg.num_heads <= 0) return fail(fn, "num_heads=", cfg.num_heads, " must be > 0");
   if (!(std::isfinite(cfg.max_bias) && cfg.max_bias > 0.0))
     return fail(fn, "max_bias=", cfg.max_bias, " must be finite and > 0");
   POSENC_TRY(check_alibi_form(fn, cfg.form));
+  if (cfg.arithmetic != alibi_arithmetic::exact && cfg.arithmetic != alibi_arithmetic::fp32)
+    return fail(fn, "arithmetic=", static_cast<int>(cfg.arithmetic), " is not an alibi_arithmetic");
   const index_t end = cfg.head_end == -1 ? cfg.num_heads : cfg.head_end;
   if (cfg.head_begin < 0 || cfg.head_begin >= cfg.num_heads)
     return fail(fn, "head_begin=", cfg.head_begin, " is outside [0, num_heads=", cfg.num_heads, ")");

@@ -58,14 +58,18 @@ def alibi_bias(
     causal: bool = False,
     dtype: DType = np.float32,
     out: Optional[Array] = None,
+    *,
+    arithmetic: str = "exact",
 ) -> Array:
     """The ALiBi bias tensor (H_local, Lq, Lk) for queries at positions query_offset + i and keys at j::
 
         linear:    bias[h, i, j] = slope_h * (j - (i + query_offset))
         symmetric: bias[h, i, j] = -slope_h * |j - (i + query_offset)|
 
-    ``causal=True`` writes -inf where j > i + query_offset. Returns ``out`` (allocated of ``dtype`` from
-    query_len and key_len when None)."""
+    ``causal=True`` writes -inf where j > i + query_offset. ``arithmetic``: "exact" (the double slope, one
+    rounding) or "fp32" (float32 engines' rounding: the slope and the distance rounded to float, their float
+    product; float32 / float16 / bfloat16 outputs). Returns ``out`` (allocated of ``dtype`` from query_len and
+    key_len when None)."""
     fn = "alibi_bias"
     if out is None:
         if query_len is None or key_len is None:
@@ -75,7 +79,7 @@ def alibi_bias(
     out = _check_array(out, "out", fn, True)
     _C.alibi_bias(
         out, _int(num_heads, "num_heads", fn), float(max_bias), _int(head_begin, "head_begin", fn),
-        _head_end(head_end), form, _int(query_offset, "query_offset", fn), bool(causal),
+        _head_end(head_end), form, _int(query_offset, "query_offset", fn), bool(causal), str(arithmetic),
     )
     return out
 
@@ -93,6 +97,7 @@ def add_alibi_bias(
     slopes: Optional[Array] = None,
     *,
     starts: Positions = None,
+    arithmetic: str = "exact",
 ) -> Array:
     """Adds ALiBi to attention scores in place, before the softmax::
 
@@ -103,7 +108,9 @@ def add_alibi_bias(
     ``causal=True`` sets scores with j > q(n, i) to -inf. ``scores``:
     (N, H_local, Lq, Lk) or (H_local, Lq, Lk), any strides. Slopes from ``num_heads`` (default: the scores'
     head count), ``max_bias`` and the shard [head_begin, head_end), or given as ``slopes`` ((H_local,) or
-    (N, H_local)). Returns ``scores``."""
+    (N, H_local)). ``arithmetic``: "exact" (fma(slope, j - q, score) in double, one rounding) or "fp32" (the
+    float slope and distance, a float fma: what float32 engines such as llama.cpp compute, at twice the SIMD
+    width; float32 / float16 / bfloat16 scores). Returns ``scores``."""
     fn = "add_alibi_bias"
     scores = _check_array(scores, "scores", fn, True)
     ids, is_starts = _pos(positions, starts, fn)
@@ -111,7 +118,8 @@ def add_alibi_bias(
     if slopes is not None:
         if num_heads is not None or head_begin != 0 or head_end is not None:
             raise ValueError(f"posenc.{fn}: give slopes or (num_heads, head_begin, head_end), not both")
-        _C.add_alibi_bias_slopes(scores, _check_array(slopes, "slopes", fn, False), form, ids, is_starts, off, bool(causal))
+        _C.add_alibi_bias_slopes(scores, _check_array(slopes, "slopes", fn, False), form, ids, is_starts, off, bool(causal),
+                                 str(arithmetic))
         return scores
     if num_heads is None:
         shape = tuple(scores.shape)
@@ -120,6 +128,6 @@ def add_alibi_bias(
         num_heads = shape[-3]
     _C.add_alibi_bias(
         scores, _int(num_heads, "num_heads", fn), float(max_bias), _int(head_begin, "head_begin", fn),
-        _head_end(head_end), form, ids, is_starts, off, bool(causal),
+        _head_end(head_end), form, ids, is_starts, off, bool(causal), str(arithmetic),
     )
     return scores

@@ -1,6 +1,6 @@
 """ALiBi against tests/golden/alibi.txt (as the C++ suite AlibiGolden): slopes and bias tensors in every dtype
 and ISA with tolerance<T>; add_alibi_bias onto zero scores equals the bias; explicit double slopes give the
-configuration's bits."""
+configuration's bits; the fp32 arithmetic's cases bit for bit in float32."""
 
 from __future__ import annotations
 
@@ -39,6 +39,22 @@ def test_alibi_golden(name, isa):
         for dtype in DTYPES:
             out = posenc.alibi_slopes(**kw, out=zeros(s.shape, dtype))
             expect_close(out, s, dtype, f"{name} alibi_slopes")
+        return
+    if c.has("arithmetic"):  # fp32: every value one float rounding, so float32 bit for bit; float64 refused
+        x, y, bias = c.array("x"), c.array("y"), c.array("bias")
+        offset = c.int("query_offset")
+        b = posenc.alibi_bias(**kw, query_offset=offset, form=form, out=zeros(x.shape, "float32"), arithmetic="fp32")
+        np.testing.assert_array_equal(b, bias.astype(np.float32), err_msg=f"{name} alibi_bias fp32")
+        z = x.astype(np.float32).reshape((1,) + x.shape)
+        posenc.add_alibi_bias(z, **kw, offset=offset, form=form, arithmetic="fp32")
+        np.testing.assert_array_equal(z[0], y.astype(np.float32), err_msg=f"{name} add_alibi_bias fp32")
+        w = x.astype(np.float32).reshape((1,) + x.shape)
+        posenc.add_alibi_bias(w, slopes=posenc.alibi_slopes(**kw), offset=offset, form=form, arithmetic="fp32")
+        np.testing.assert_array_equal(w, z, err_msg=f"{name} add_alibi_bias fp32, explicit slopes")
+        d = x.reshape((1,) + x.shape).copy()
+        with pytest.raises(ValueError, match="double scores"):
+            posenc.add_alibi_bias(d, **kw, offset=offset, form=form, arithmetic="fp32")
+        np.testing.assert_array_equal(d[0], x)
         return
     expected = c.array("bias")
     h, lq, lk = expected.shape

@@ -293,6 +293,9 @@ status alibi_config_of(const char* fn, const posenc_alibi_config* c, posenc::ali
   cfg.head_begin = c->head_begin;
   cfg.head_end = c->head_end;
   cfg.form = c->form == POSENC_ALIBI_LINEAR ? posenc::alibi_form::linear : posenc::alibi_form::symmetric;
+  if (c->arithmetic != POSENC_ALIBI_EXACT && c->arithmetic != POSENC_ALIBI_FP32)
+    return pd::fail(fn, "config.arithmetic=", c->arithmetic, " is not a posenc_alibi_arithmetic");
+  cfg.arithmetic = c->arithmetic == POSENC_ALIBI_FP32 ? posenc::alibi_arithmetic::fp32 : posenc::alibi_arithmetic::exact;
   return {};
 }
 
@@ -837,6 +840,7 @@ void posenc_alibi_config_init(posenc_alibi_config* c) {
   c->form = POSENC_ALIBI_LINEAR;
   c->max_bias = 8.0;
   c->head_end = -1;
+  c->arithmetic = POSENC_ALIBI_EXACT;
 }
 
 

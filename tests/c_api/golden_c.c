@@ -40,6 +40,8 @@
  *  - ALiBi: slopes relative 1e-15 (exact powers of two up to libm's exp2/pow); bias 1e-9 * max(1, |bias|)
  *    (|bias| reaches 25000 in bias_h4_far, so the bound is relative there); the same bias added into scores
  *    [1, H, Lq, Lk] of 0.5 (posenc_add_alibi_bias), and with the causal mask (linear form): -inf after the query.
+ *    fp32_* cases (POSENC_ALIBI_FP32, f32 scores): the bias and the bias added to the case's scores bit for bit;
+ *    f64 scores with it refused.
  *  - Sinusoidal, add cases and table cases (a table is x = 0 plus T[P0 + l]): 1e-12 * max(1, |y|) plus the
  *    FORMAT.md angle bound p * (2 + ln base) * 2^-53 (2.5e-10 at p = 100000). The C API has no padding_idx
  *    (posenc_add_sinusoidal adds T[p] for every p), so the rows at position padding_idx, which fairseq zeroes
@@ -620,6 +622,45 @@ static void alibi_case(const gcase* c) {
       }
     }
   }
+  free(got);
+}
+
+/* fp32_* cases (POSENC_ALIBI_FP32): f32 scores x -> y and the bias written, each value one float rounding, so
+ * bit for bit; f64 scores with the fp32 arithmetic are refused (status, nothing written). */
+static void alibi_fp32_case(const gcase* c) {
+  posenc_alibi_config cfg;
+  const garray *x = arr(c, "x"), *y = arr(c, "y"), *bias = arr(c, "bias");
+  float* got;
+  double refused = 1.25;
+  posenc_tensor t;
+  posenc_positions qpos;
+  long k;
+  int add;
+  if (x == NULL || y == NULL || bias == NULL || (got = (float*)calloc((size_t)x->n + 1, sizeof(float))) == NULL) return;
+  posenc_alibi_config_init(&cfg);
+  cfg.num_heads = pint(c, "num_heads");
+  cfg.max_bias = pnum(c, "max_bias");
+  cfg.head_begin = pint(c, "head_begin");
+  cfg.head_end = pint(c, "head_end");
+  cfg.form = is(c, "form", "symmetric") ? POSENC_ALIBI_SYMMETRIC : POSENC_ALIBI_LINEAR;
+  cfg.arithmetic = POSENC_ALIBI_FP32;
+  qpos = posenc_positions_offset(pint(c, "query_offset"));
+  for (add = 0; add <= 1; ++add) {
+    const garray* want = add ? y : bias;
+    for (k = 0; k < x->n; ++k) got[k] = add ? (float)x->f[k] : 0.0f;
+    if (add) {
+      t = posenc_tensor_contiguous(got, POSENC_F32, 4, (const int64_t[]){1, x->dims[0], x->dims[1], x->dims[2]});
+      check_status(c->name, "add_alibi_bias fp32", posenc_add_alibi_bias(&cfg, &t, &qpos, 0));
+    } else {
+      t = posenc_tensor_contiguous(got, POSENC_F32, 3, (const int64_t[]){x->dims[0], x->dims[1], x->dims[2]});
+      check_status(c->name, "alibi_bias fp32", posenc_alibi_bias(&cfg, &t, &qpos, 0));
+    }
+    for (k = 0; k < x->n; ++k)
+      check_close(c->name, add ? "add_alibi_bias fp32 (bits)" : "alibi_bias fp32 (bits)", k, got[k], (float)want->f[k], 0.0);
+  }
+  t = posenc_tensor_contiguous(&refused, POSENC_F64, 4, (const int64_t[]){1, x->dims[0], 1, 1});
+  check_close(c->name, "fp32 on f64 scores refused", 0,
+              posenc_add_alibi_bias(&cfg, &t, &qpos, 0) == POSENC_INVALID_ARGUMENT && refused == 1.25, 1.0, 0.0);
   free(got);
 }
 
@@ -1435,6 +1476,7 @@ int main(int argc, char** argv) {
       else if (strcmp(file, "mrope.txt") == 0) mrope_case(c);
       else if (strcmp(file, "quant.txt") == 0 && is(c, "kind", "fused")) quant_case(c);
       else if (strcmp(file, "alibi.txt") == 0 && (starts(c->name, "slopes_") || starts(c->name, "bias_"))) alibi_case(c);
+      else if (strcmp(file, "alibi.txt") == 0 && starts(c->name, "fp32_")) alibi_fp32_case(c);
       else if (strcmp(file, "sinusoidal.txt") == 0) sinusoidal_case(c);
       else if (strcmp(file, "t5.txt") == 0 && (starts(c->name, "boundary_") || starts(c->name, "table_"))) t5_case(c);
       else if (strcmp(file, "xpos.txt") == 0) xpos_case(c);

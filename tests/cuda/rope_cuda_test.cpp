@@ -166,12 +166,7 @@ TEST(CudaHostChecks, LaunchFailureIsADeviceError) {
 // ALiBi: every bias_* case of alibi.txt, written and added onto zero scores on the device.
 template <class T>
 void check_alibi_case(const golden_case& c, bool add) {
-  posenc::alibi_config cfg;
-  cfg.num_heads = c.integer("num_heads");
-  cfg.max_bias = c.num("max_bias");
-  cfg.head_begin = c.integer("head_begin");
-  cfg.head_end = c.integer("head_end");
-  cfg.form = c.str("form") == "symmetric" ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
+  const posenc::alibi_config cfg = golden_alibi_config(c);
   const auto& expected = c.array("bias");
   std::vector<T> out(expected.values.size(), T(0));
   const posenc::status s = posenc_cuda_test::run_alibi(cfg, dtype_of<T>(), expected.shape[0], expected.shape[1],
@@ -180,10 +175,35 @@ void check_alibi_case(const golden_case& c, bool add) {
   expect_close(out, expected, c.name + (add ? " add_alibi_bias" : " alibi_bias"));
 }
 
+// ALiBi's fp32 arithmetic: every fp32_* case of alibi.txt, the bias written and added onto the case's scores on
+// the device, bit for bit (one float rounding: the device's fmaf; a 16-bit T rounds that float once more).
+template <class T>
+void check_alibi_fp32_case(const golden_case& c, bool add) {
+  const posenc::alibi_config cfg = golden_alibi_config(c);  // arithmetic fp32
+  const auto& x = c.array("x");
+  const auto& want = c.array(add ? "y" : "bias").values;
+  std::vector<T> out;
+  for (double v : x.values) out.push_back(add ? posenc::detail::simd::store_as<T>(v) : T(0));
+  const posenc::status s = posenc_cuda_test::run_alibi(cfg, dtype_of<T>(), x.shape[0], x.shape[1], x.shape[2],
+                                                       c.integer("query_offset"), add, out.data());
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (std::size_t i = 0; i < out.size(); ++i)
+    ASSERT_TRUE(same_bits(out[i], posenc::detail::simd::store_as<T>(static_cast<float>(want[i]))))
+        << c.name << (add ? " add_alibi_bias" : " alibi_bias") << " element " << i;
+}
+
 TEST(CudaAlibi, MatchesGolden) {
   POSENC_REQUIRE_DEVICE();
   for (const auto& c : load_golden("alibi.txt")) {
     if (!c.has("bias")) continue;
+    if (c.has("arithmetic")) {
+      for (bool add : {false, true}) {
+        check_alibi_fp32_case<float>(c, add);
+        check_alibi_fp32_case<Eigen::half>(c, add);
+        check_alibi_fp32_case<Eigen::bfloat16>(c, add);
+      }
+      continue;
+    }
     for (bool add : {false, true}) {
       check_alibi_case<float>(c, add);
       check_alibi_case<double>(c, add);

@@ -20,6 +20,13 @@ Sources:
   causal part, j <= i); with a KV cache the query sits at position i + offset. The symmetric form
   -slope * |j - i - offset| is the one llama.cpp builds for non-causal attention (its KQ mask holds -|p0 - p1|).
 
+The fp32 arithmetic (posenc::alibi_arithmetic::fp32; cases `fp32_*`): what float32 engines compute, e.g.
+llama.cpp's ggml_soft_max_ext (a float slope times the float distance of its KQ mask, fused into the score by
+ggml_vec_mad_f32's FMA): the slope rounded to float, the distance j - q rounded to float, then
+  y = RN_f(RN_f(slope) * RN_f(d) + x)  (one rounding of the exact sum: a float fma),
+  bias = RN_f(RN_f(slope) * RN_f(d))   (the bias written alone),
+with RN_f the nearest float (ties to even), evaluated here in mpmath at 24 bits from exact values.
+
 The generator checks that the three slope constructions agree exactly (for max_bias 8, where the paper and
 BLOOM apply) before writing anything.
 """
@@ -28,7 +35,7 @@ import math
 
 from mpmath import mp, mpf
 
-from golden_io import Case, write_file
+from golden_io import Case, bf16_inputs, rng_for, write_file
 
 FNAME = 'alibi.txt'
 
@@ -99,6 +106,16 @@ def slopes(H, max_bias):
     return ref
 
 
+def round_f32(v):
+    """The float nearest the real v (ties to even); the values here are zero or normal floats."""
+    if v == 0:
+        return mpf(0)
+    with mp.workprec(24):
+        r = +mpf(v)
+    assert mpf(2) ** -126 <= abs(r) < mpf(2) ** 128, v
+    return r
+
+
 # -------------------------------------------------------------------------------------------------- file
 
 def slopes_case(H, max_bias):
@@ -127,6 +144,36 @@ def bias_case(name, *, H, Lq, Lk, offset, max_bias=8, head_begin=0, head_end=Non
     return c
 
 
+def fp32_case(name, *, H, Lq, Lk, offset, max_bias=8, head_begin=0, head_end=None, form='linear', scale=1.0):
+    """The fp32 arithmetic on scores x (bfloat16-exact, uniform in [-scale, scale]): y = x + bias with one float
+    rounding, and the bias alone, both from the float slope and the float distance."""
+    head_end = H if head_end is None else head_end
+    sf = [round_f32(v) for v in slopes(H, max_bias)]
+    count = (head_end - head_begin) * Lq * Lk
+    x = bf16_inputs(rng_for(FNAME + '/' + name), count, -scale, scale)
+    ys, bias = [], []
+    k = 0
+    for h in range(head_begin, head_end):
+        for i in range(Lq):
+            for j in range(Lk):
+                d = j - (i + offset)
+                slope = sf[h] if form == 'linear' or d <= 0 else -sf[h]
+                df = round_f32(mpf(d))
+                ys.append(round_f32(slope * df + mpf(x[k])))
+                bias.append(round_f32(slope * df))
+                k += 1
+    c = Case(name)
+    for key, v in (('num_heads', H), ('max_bias', max_bias), ('head_begin', head_begin), ('head_end', head_end),
+                   ('query_len', Lq), ('key_len', Lk), ('query_offset', offset), ('form', form),
+                   ('arithmetic', 'fp32')):
+        c.param(key, v)
+    shape = [head_end - head_begin, Lq, Lk]
+    c.array('x', 'f64', shape, x)
+    c.array('y', 'f64', shape, ys)
+    c.array('bias', 'f64', shape, bias)
+    return c
+
+
 def main():
     cases = []
     for H in (1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 40, 64, 66, 71):
@@ -147,6 +194,13 @@ def main():
         bias_case('bias_h7_mb1p5_keys_after', H=7, Lq=3, Lk=12, offset=2, max_bias=1.5),
         # Far from the origin: |bias| up to 25000 (head 0 of 4: slope 1/4), still inside Eigen::half's range.
         bias_case('bias_h4_far', H=4, Lq=2, Lk=6, offset=100000),
+        # fp32: slopes that are not powers of two (H = 12, 40), a shard, the symmetric form, scores of
+        # magnitude 64 (sums that round), rows longer than a vector (Lk 37: body and tail), and distances past
+        # 2^24, where the float distance itself rounds.
+        fp32_case('fp32_h12_chunk', H=12, Lq=3, Lk=37, offset=30, scale=64.0),
+        fp32_case('fp32_h40_shard', H=40, Lq=2, Lk=21, offset=1000, head_begin=10, head_end=20, scale=32.0),
+        fp32_case('fp32_h5_symmetric', H=5, Lq=4, Lk=19, offset=3, form='symmetric', scale=64.0),
+        fp32_case('fp32_h6_beyond_2p24', H=6, Lq=2, Lk=5, offset=2 ** 24 + 3, max_bias=16, scale=4.0),
     ]
 
     write_file(FNAME, 'gen_alibi.py', [

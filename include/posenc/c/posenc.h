@@ -389,6 +389,11 @@ typedef enum posenc_alibi_form {
   POSENC_ALIBI_SYMMETRIC = 1 /**< bidirectional encoders: -slope * |key - query| */
 } posenc_alibi_form;
 
+typedef enum posenc_alibi_arithmetic {
+  POSENC_ALIBI_EXACT = 0, /**< double slope and sum, one rounding to the scores' dtype (the default) */
+  POSENC_ALIBI_FP32 = 1   /**< float slope, float fma: float32 engines' rounding (llama.cpp); f32/f16/bf16 scores */
+} posenc_alibi_arithmetic;
+
 /** An ALiBi configuration (posenc::alibi_config); fill it with posenc_alibi_config_init. */
 typedef struct posenc_alibi_config {
   uint32_t struct_size; /**< sizeof(posenc_alibi_config) */
@@ -397,6 +402,7 @@ typedef struct posenc_alibi_config {
   double max_bias;      /**< default 8 */
   int64_t head_begin;   /**< this shard's heads [head_begin, head_end); default 0 */
   int64_t head_end;     /**< -1 = num_heads */
+  int32_t arithmetic;   /**< posenc_alibi_arithmetic; default exact */
 } posenc_alibi_config;
 
 POSENC_C_API void posenc_alibi_config_init(posenc_alibi_config* config);

@@ -31,9 +31,9 @@ namespace detail {
 /// One launch over the rows of a checked [N, H, Lq, Lk] view.
 template <class T, class Slopes>
 status alibi_launch(const char* fn, const strided_view<T, 4>& v, const Slopes& slopes, const positions& pos, bool add,
-                    bool symmetric, bool causal, cudaStream_t stream) {
+                    bool symmetric, bool causal, alibi_arithmetic arithmetic, cudaStream_t stream) {
   using P = posenc::detail::gpu::alibi_params<T, Slopes>;
-  const P p{posenc::detail::gpu::pod_of(v), slopes, pos, add, symmetric, causal};
+  const P p{posenc::detail::gpu::pod_of(v), slopes, pos, add, symmetric, causal, arithmetic == alibi_arithmetic::fp32};
   return launch_blocks(fn, &body_kernel<P, &posenc::detail::gpu::alibi_block<T, Slopes>>, p, v.extent(0) * v.extent(1) * v.extent(2), body_threads, "N * H * Lq",
                        "rows", stream);
 }
@@ -42,7 +42,7 @@ status alibi_launch(const char* fn, const strided_view<T, 4>& v, const Slopes& s
 
 /// Writes the bias [H_local, Lq, Lk] (device memory) of the shard's heads for queries at q(i) = query_pos.at(0, i):
 /// slope_h * (j - q(i)), -slope_h * |...| in the symmetric form, -infinity after the query under
-/// a causal mask; formed in double, rounded once. As posenc::alibi_bias; returns invalid_argument (nothing
+/// a causal mask; formed in double, rounded once (cfg.arithmetic fp32: in float). As posenc::alibi_bias; returns invalid_argument (nothing
 /// launched) or device_error.
 template <class T>
 status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, const positions& query_pos = positions::offset(0),
@@ -51,6 +51,7 @@ status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, const pos
   std::array<index_t, 2> r{};
   POSENC_TRY(posenc::detail::check_alibi_config(fn, cfg, r));
   POSENC_TRY(posenc::detail::check_alibi_mask(fn, mask));
+  POSENC_TRY(posenc::detail::check_alibi_arithmetic<T>(fn, cfg.arithmetic));
   POSENC_TRY(posenc::detail::check_view(fn, "out", out, true));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(out);
   const positions& pos = query_pos;
@@ -58,11 +59,12 @@ status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, const pos
   POSENC_TRY(posenc::detail::check_alibi_scores(fn, "out", v, r[1] - r[0], pos, work));
   if (!work) return {};
   return detail::alibi_launch(fn, v, posenc::detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, pos, false,
-                              cfg.form == alibi_form::symmetric, mask == alibi_mask::causal, stream);
+                              cfg.form == alibi_form::symmetric, mask == alibi_mask::causal, cfg.arithmetic, stream);
 }
 
 /// Adds the bias to attention scores [N, H_local, Lq, Lk] (or [H_local, Lq, Lk]) in device memory, in place:
-/// fma(slope_h, j - q(n, i), score) in double, rounded once; -infinity after the query under a causal mask.
+/// fma(slope_h, j - q(n, i), score) in double, rounded once (cfg.arithmetic fp32: in float); -infinity after the
+/// query under a causal mask.
 /// Query positions: any posenc::positions form (arrays in device memory). As posenc::add_alibi_bias.
 template <class T, std::size_t R>
 status try_add_alibi_bias(const alibi_config& cfg, strided_view<T, R> scores, const positions& query_pos = positions::offset(0),
@@ -71,13 +73,15 @@ status try_add_alibi_bias(const alibi_config& cfg, strided_view<T, R> scores, co
   std::array<index_t, 2> r{};
   POSENC_TRY(posenc::detail::check_alibi_config(fn, cfg, r));
   POSENC_TRY(posenc::detail::check_alibi_mask(fn, mask));
+  POSENC_TRY(posenc::detail::check_alibi_arithmetic<T>(fn, cfg.arithmetic));
   POSENC_TRY(posenc::detail::check_view(fn, "scores", scores, true));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(scores);
   bool work = false;
   POSENC_TRY(posenc::detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos, work, false));
   if (!work) return {};
   return detail::alibi_launch(fn, v, posenc::detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, query_pos,
-                              true, cfg.form == alibi_form::symmetric, mask == alibi_mask::causal, stream);
+                              true, cfg.form == alibi_form::symmetric, mask == alibi_mask::causal, cfg.arithmetic,
+                              stream);
 }
 
 /// add_alibi_bias with explicit slopes in device memory: [N, H_local] (per batch row) or [H_local], any storage
@@ -86,11 +90,13 @@ status try_add_alibi_bias(const alibi_config& cfg, strided_view<T, R> scores, co
 template <class S, std::size_t RS, class T, std::size_t R>
 status try_add_alibi_bias(strided_view<const S, RS> slopes, strided_view<T, R> scores,
                           const positions& query_pos = positions::offset(0), alibi_mask mask = alibi_mask::none,
-                          alibi_form form = alibi_form::linear, cudaStream_t stream = nullptr) noexcept {
+                          alibi_form form = alibi_form::linear,
+                          alibi_arithmetic arithmetic = alibi_arithmetic::exact, cudaStream_t stream = nullptr) noexcept {
   static_assert(RS == 1 || RS == 2, "posenc::cuda::add_alibi_bias: slopes are [H_local] or [N, H_local]");
   constexpr const char* fn = "cuda::add_alibi_bias";
   POSENC_TRY(posenc::detail::check_alibi_mask(fn, mask));
   POSENC_TRY(posenc::detail::check_alibi_form(fn, form));
+  POSENC_TRY(posenc::detail::check_alibi_arithmetic<T>(fn, arithmetic));
   POSENC_TRY(posenc::detail::check_view(fn, "scores", scores, true));
   POSENC_TRY(posenc::detail::check_view(fn, "slopes", slopes, false));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(scores);
@@ -111,7 +117,7 @@ status try_add_alibi_bias(strided_view<const S, RS> slopes, strided_view<T, R> s
   POSENC_TRY(posenc::detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos, work, false));
   if (!work) return {};
   return detail::alibi_launch(fn, v, sv, query_pos, true, form == alibi_form::symmetric, mask == alibi_mask::causal,
-                              stream);
+                              arithmetic, stream);
 }
 
 /// try_alibi_bias, throwing argument_error or device_error.
@@ -130,8 +136,9 @@ void add_alibi_bias(const alibi_config& cfg, strided_view<T, R> scores, const po
 template <class S, std::size_t RS, class T, std::size_t R>
 void add_alibi_bias(strided_view<const S, RS> slopes, strided_view<T, R> scores,
                     const positions& query_pos = positions::offset(0), alibi_mask mask = alibi_mask::none,
-                    alibi_form form = alibi_form::linear, cudaStream_t stream = nullptr) {
-  posenc::detail::throw_if_error(try_add_alibi_bias(slopes, scores, query_pos, mask, form, stream));
+                    alibi_form form = alibi_form::linear, alibi_arithmetic arithmetic = alibi_arithmetic::exact,
+                    cudaStream_t stream = nullptr) {
+  posenc::detail::throw_if_error(try_add_alibi_bias(slopes, scores, query_pos, mask, form, arithmetic, stream));
 }
 
 }  // namespace cuda

@@ -190,14 +190,16 @@ def add_alibi_bias(
     slopes: Optional[torch.Tensor] = None,
     *,
     starts: Optional[torch.Tensor] = None,
+    arithmetic: str = "exact",
 ) -> torch.Tensor:
     """Differentiable :func:`posenc.add_alibi_bias`, out of place: returns scores + bias (slopes are constants:
-    no gradient to ``slopes``)."""
+    no gradient to ``slopes``). ``arithmetic``: "exact" or "fp32" (float32 engines' rounding)."""
     _cpu(scores, "scores", "add_alibi_bias")
     if slopes is not None and slopes.requires_grad:
         raise ValueError("posenc.torch.add_alibi_bias: slopes are constants here (no gradient); detach them")
     kwargs = dict(num_heads=num_heads, positions=positions, offset=offset, max_bias=max_bias, head_begin=head_begin,
-                  head_end=head_end, form=form, causal=bool(causal), slopes=slopes, starts=starts)
+                  head_end=head_end, form=form, causal=bool(causal), slopes=slopes, starts=starts,
+                  arithmetic=arithmetic)
     return AlibiAddFunction.apply(scores, kwargs)
 
 

@@ -4,7 +4,8 @@
 // The per-block work of the GPU ALiBi kernels (see rope_body.hpp for the scheme): one block per (batch, head,
 // query) row of a [N, H, Lq, Lk] view, its threads along the keys. The same values as the CPU kernel
 // (detail/kernels/alibi-inl.hpp): slope * (j - q) in double, fma(slope, j - q, score) when adding, -slope for
-// the keys after the query in the symmetric form, -infinity there under a causal mask; one rounding to T.
+// the keys after the query in the symmetric form, -infinity there under a causal mask; one rounding to T. The
+// fp32 arithmetic (alibi_arithmetic::fp32): the same in float with the slope rounded to float.
 #pragma once
 
 #include <cmath>
@@ -27,6 +28,7 @@ struct alibi_params {
   bool add;         ///< add to the scores (else write the bias)
   bool symmetric;
   bool causal;
+  bool fp32;        ///< alibi_arithmetic::fp32 (float and 16-bit T)
 };
 
 /// Keys [j0, j0 + G) of one score row `row` (contiguous when G > 1: one vector access per chunk on a device):
@@ -48,6 +50,12 @@ POSENC_HOST_DEVICE inline void alibi_keys(const alibi_params<T, Slopes>& p, T* r
       continue;
     }
     const double s = j > q && p.symmetric ? -slope : slope;
+    if (p.fp32) {
+      const auto sf = static_cast<float>(s);
+      const auto d = static_cast<float>(j - q);
+      v[g] = store_as<T>(p.add ? std::fma(sf, d, load_as<float>(v[g])) : sf * d);
+      continue;
+    }
     const double d = static_cast<double>(j - q);
     v[g] = store_as<T>(p.add ? std::fma(s, d, load_as<double>(v[g])) : s * d);
   }

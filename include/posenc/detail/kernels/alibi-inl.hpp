@@ -15,8 +15,34 @@ alignas(64) inline constexpr float alibi_iota_f[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8
 inline const double* alibi_iota_of(double) { return alibi_iota; }
 inline const float* alibi_iota_of(float) { return alibi_iota_f; }
 
+/// fma(a, b, c) with one rounding. The portable target's fma rounds twice (simd/scalar.hpp); its float lanes
+/// form the float fma exactly instead: the product of two floats is exact in double, the sum is rounded to odd
+/// in double (TwoSum gives the error, a nonzero error with an even last bit takes the neighbour towards it),
+/// and rounding that to float gives the float fma (53 >= 24 + 2 bits; Boldo and Melquiond, "Emulation of FMA
+/// and correctly rounded sums: proved algorithms using rounding to odd", IEEE TC 2008). So the fp32
+/// arithmetic and the float lanes of exact slopes give the same bits on every target.
+template <class D, class V>
+POSENC_ALWAYS_INLINE V alibi_fma(D, V a, V b, V c) {
+  return fma(a, b, c);
+}
+inline simd::vec<float, simd::scalar> alibi_fma(simd::lanes<float, simd::scalar>, simd::vec<float, simd::scalar> a,
+                                                simd::vec<float, simd::scalar> b, simd::vec<float, simd::scalar> c) {
+  const double p = static_cast<double>(a.v) * static_cast<double>(b.v);
+  const double x = static_cast<double>(c.v);
+  double s = p + x;
+  const double t = s - p;
+  const double err = (p - (s - t)) + (x - t);
+  if (err != 0.0 && std::isfinite(s)) {  // an infinite or NaN score passes through as the vector fma's
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &s, sizeof s);
+    if ((bits & 1u) == 0u) bits = (err > 0.0) == (s > 0.0) ? bits + 1u : bits - 1u;  // |s| up or down one ulp
+    std::memcpy(&s, &bits, sizeof s);
+  }
+  return {static_cast<float>(s)};
+}
+
 template <bool Add, class D, class T>
-index_t alibi_body(D d, T* row, index_t j, index_t end, typename D::lane_type slope,
+POSENC_ALWAYS_INLINE index_t alibi_body(D d, T* row, index_t j, index_t end, typename D::lane_type slope,
                    typename D::lane_type first_distance) {
   using A = typename D::lane_type;
   constexpr index_t W = vec_of<D>::width;
@@ -26,7 +52,7 @@ index_t alibi_body(D d, T* row, index_t j, index_t end, typename D::lane_type sl
   auto dist = add(set1(d, first_distance), load(d, alibi_iota_of(A{})));
   for (; j + W <= end; j += W) {
     if constexpr (Add) {
-      store(fma(sl, dist, load(d, row + j)), row + j);
+      store(alibi_fma(d, sl, dist, load(d, row + j)), row + j);
     } else {
       store(mul(sl, dist), row + j);
     }
@@ -53,6 +79,28 @@ inline bool alibi_float_exact(double slope, index_t max_distance) {
   return static_cast<index_t>(m) * max_distance < (index_t{1} << 24);
 }
 
+/// Keys [begin, end) of one row in float lanes: e = slope * d (write) or e = fma(slope, d, e) (Add), d = j -
+/// query rounded to float (exact below 2^24, where the vectors advance it by their width; a farther row takes
+/// it per key), one rounding to float, then to a 16-bit T.
+template <bool Add, class T>
+POSENC_ALWAYS_INLINE void alibi_span_float(T* row, index_t stride, index_t begin, index_t end, float slope, index_t query, index_t far) {
+  const simd::lanes<float, simd::tail<isa_tag>> d1;
+  index_t j = begin;
+  if (stride == 1 && far < (index_t{1} << 24)) {
+    j = alibi_body<Add>(simd::lanes<float, isa_tag>{}, row, j, end, slope, static_cast<float>(begin - query));
+    if (j < end) alibi_body<Add>(d1, row, j, end, slope, static_cast<float>(j - query));
+    return;
+  }
+  for (; j < end; ++j) {
+    const auto dist = set1(d1, static_cast<float>(j - query));
+    if constexpr (Add) {
+      store(alibi_fma(d1, set1(d1, slope), dist, load(d1, row + j * stride)), row + j * stride);
+    } else {
+      store(mul(set1(d1, slope), dist), row + j * stride);
+    }
+  }
+}
+
 /// Keys [begin, end) of one row: e = slope * (j - query) (write: the product math::alibi_bias_value forms) or
 /// e = fma(slope, j - query, e) (Add), in double, rounded to T once (Eigen::half and bfloat16 through float, as
 /// simd::store_as does everywhere). The add is one fused multiply-add, written as such: compilers fuse a
@@ -60,23 +108,23 @@ inline bool alibi_float_exact(double slope, index_t max_distance) {
 /// unfused form would round differently per compiler. The portable target of a CPU without FMA rounds the
 /// product first: at most 1 ulp of double apart. The symmetric form passes -slope for the keys after the query.
 /// Float and 16-bit rows whose products are exact in float (alibi_float_exact) run in float lanes: the same
-/// bits, twice the lanes and no conversions (the decode row was compute-bound in double).
+/// bits, twice the lanes and no conversions (the decode row was compute-bound in double). `fp32` (the
+/// alibi_arithmetic::fp32 contract) runs every float and 16-bit row in float lanes with the slope rounded to
+/// float.
 template <bool Add, class T>
-void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope, index_t query) {
+POSENC_ALWAYS_INLINE void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope, index_t query, bool fp32) {
   if (begin >= end) return;
+  if constexpr (!std::is_same_v<T, double>) {
+    const index_t far = std::max(std::abs(begin - query), std::abs(end - 1 - query));
+    if (fp32 || alibi_float_exact(slope, far)) {
+      alibi_span_float<Add>(row, stride, begin, end, static_cast<float>(slope), query, far);
+      return;
+    }
+  }
   const simd::lanes<double, simd::tail<isa_tag>> d1;
   index_t j = begin;
   if (stride == 1) {
     const double first = static_cast<double>(begin - query);
-    if constexpr (!std::is_same_v<T, double>) {
-      const index_t far = std::max(std::abs(begin - query), std::abs(end - 1 - query));
-      if (alibi_float_exact(slope, far)) {
-        const auto fs = static_cast<float>(slope);
-        j = alibi_body<Add>(simd::lanes<float, isa_tag>{}, row, j, end, fs, static_cast<float>(first));
-        j = alibi_body<Add>(simd::lanes<float, simd::tail<isa_tag>>{}, row, j, end, fs, static_cast<float>(j - query));
-        return;
-      }
-    }
     j = alibi_body<Add>(simd::lanes<double, isa_tag>{}, row, j, end, slope, first);
     j = alibi_body<Add>(d1, row, j, end, slope, first + static_cast<double>(j - begin));
   }
@@ -92,7 +140,7 @@ void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope
 
 /// -infinity for the keys [begin, end) of a causal row.
 template <class T>
-void alibi_mask_span(T* row, index_t stride, index_t begin, index_t end) {
+POSENC_ALWAYS_INLINE void alibi_mask_span(T* row, index_t stride, index_t begin, index_t end) {
   using A = simd::acc_t<T>;
   const A inf = -std::numeric_limits<A>::infinity();
   index_t j = begin;
@@ -108,24 +156,31 @@ void alibi_mask_span(T* row, index_t stride, index_t begin, index_t end) {
 /// out[n, h, i, j] (=|+=) slope(n, h) * (j - q), q = pos.at(n, i); -slope * |j - q| when symmetric; -inf where
 /// j > q when causal. Each row splits at the query: keys j <= q take the same bias in both forms, keys after it
 /// are masked, mirrored (symmetric) or continued (linear), so the inner loops carry no mask test.
+/// `fp32`: alibi_arithmetic::fp32 (float and 16-bit T only).
 /// Preconditions: everything validated by the public entry (extents, positions >= 0, finite slopes).
 template <bool Add, class T, class Slopes>
 void alibi_rows(target, std::bool_constant<Add>, const strided_view<T, 4>& out, const Slopes& slopes,
-                const positions& pos, bool symmetric, bool causal) {
+                const positions& pos, bool symmetric, bool causal, bool fp32) {
   const index_t lk = out.extent(3);
   const index_t sk = out.stride(3);
+  // The slopes of up to 64 heads at a time: the formula's fill shares one exp2 among the heads whose exponents
+  // share a fractional part (an exp2 per head was 2% of a 32-head decode call over 4096 keys).
+  constexpr index_t chunk = 64;
+  double slope_of[chunk];
   for (index_t n = 0; n < out.extent(0); ++n) {
     for (index_t h = 0; h < out.extent(1); ++h) {
-      const double slope = slopes(n, h);
+      if (h % chunk == 0) slopes.fill(n, h, std::min(chunk, out.extent(1) - h), slope_of);
+      const double slope = slope_of[h % chunk];
+      T* const head = out.data() + n * out.stride(0) + h * out.stride(1);
       for (index_t i = 0; i < out.extent(2); ++i) {
-        T* row = out.data() + n * out.stride(0) + h * out.stride(1) + i * out.stride(2);
+        T* row = head + i * out.stride(2);
         const index_t q = pos.at(n, i);
         const index_t split = q < lk ? q + 1 : lk;  // keys at or before the query
-        alibi_span<Add>(row, sk, 0, split, slope, q);  // d <= 0: both forms are slope * d
+        alibi_span<Add>(row, sk, 0, split, slope, q, fp32);  // d <= 0: both forms are slope * d
         if (causal) {
           alibi_mask_span(row, sk, split, lk);
         } else {
-          alibi_span<Add>(row, sk, split, lk, symmetric ? -slope : slope, q);  // symmetric: -slope * |d|
+          alibi_span<Add>(row, sk, split, lk, symmetric ? -slope : slope, q, fp32);  // symmetric: -slope * |d|
         }
       }
     }

@@ -259,6 +259,10 @@ struct alibi_formula_slopes {
   POSENC_HOST_DEVICE double operator()(index_t, index_t h) const {
     return math::alibi_slope(head_begin + h, num_heads, max_bias);
   }
+  /// Local heads [h0, h0 + count) into out (the bits of operator(), with fewer exp2 calls: alibi_slopes_into).
+  void fill(index_t, index_t h0, index_t count, double* out) const {
+    math::alibi_slopes_into(head_begin + h0, count, num_heads, max_bias, out);
+  }
 };
 
 /// Slopes read from a caller's [N, H] array of any storage type at data[n * stride[0] + h * stride[1]] (a [H]
@@ -269,6 +273,10 @@ struct alibi_view_slopes {
   index_t stride[2];
   POSENC_HOST_DEVICE double operator()(index_t n, index_t h) const {
     return simd::load_as<double>(data[n * stride[0] + h * stride[1]]);
+  }
+  /// Heads [h0, h0 + count) of batch row n into out.
+  void fill(index_t n, index_t h0, index_t count, double* out) const {
+    for (index_t i = 0; i < count; ++i) out[i] = (*this)(n, h0 + i);
   }
 };
 
