@@ -407,14 +407,21 @@ TEST_P(AlibiFp32, MatchesTheFloatFmaOnEveryIsa) {
   std::mt19937 gen(20261128);
   std::uniform_real_distribution<float> u(-48.0f, 48.0f);
   std::size_t fused_differs = 0;
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < 64; ++trial) {
+    // The last four calls move 150 KiB - 5 MiB of scores: past the size where the AVX-512 target hands float
+    // lanes to its AVX2 kernel (detail::alibi_narrow_bytes).
+    const bool large = trial >= 60;
     posenc::alibi_config cfg;
-    cfg.num_heads = 1 + static_cast<index_t>(gen() % 40);
-    cfg.head_begin = static_cast<index_t>(gen() % static_cast<unsigned>(cfg.num_heads));
+    cfg.num_heads = large ? 8 + static_cast<index_t>(gen() % 32) : 1 + static_cast<index_t>(gen() % 40);
+    cfg.head_begin = static_cast<index_t>(gen() % static_cast<unsigned>(large ? cfg.num_heads - 4 : cfg.num_heads));
     cfg.form = trial % 3 == 2 ? posenc::alibi_form::symmetric : posenc::alibi_form::linear;
     cfg.arithmetic = posenc::alibi_arithmetic::fp32;
-    const index_t h = cfg.num_heads - cfg.head_begin, lq = 1 + static_cast<index_t>(gen() % 3);
-    const index_t lk = 1 + static_cast<index_t>(gen() % 200), offset = static_cast<index_t>(gen() % 300);
+    const index_t h = cfg.num_heads - cfg.head_begin, lq = large ? 16 : 1 + static_cast<index_t>(gen() % 3);
+    const index_t lk = large ? 600 + static_cast<index_t>(gen() % 1500) : 1 + static_cast<index_t>(gen() % 200);
+    const index_t offset = static_cast<index_t>(gen() % 300);
+    if (large) {
+      ASSERT_GT(h * lq * lk * index_t{sizeof(float)}, posenc::detail::alibi_narrow_bytes);
+    }
     const bool causal = trial % 4 == 1;
     std::vector<float> x(static_cast<std::size_t>(h * lq * lk));
     for (float& v : x) v = u(gen);
@@ -451,6 +458,53 @@ TEST_P(AlibiFp32, MatchesTheFloatFmaOnEveryIsa) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, AlibiFp32, ::testing::ValuesIn(all_isas()), isa_only_name);
+
+// The kernels keep a thread's last slopes (detail::alibi_formula_slopes::fill): calls one after another with
+// configurations that differ only in max_bias, the shard or the head count (the same local count) each get
+// their own slopes, on every ISA.
+TEST_P(AlibiFp32, ConsecutiveConfigurationsGetTheirOwnSlopes) {
+  struct shard {
+    index_t num_heads, head_begin, head_end;
+    double max_bias;
+  };
+  const shard shards[] = {{12, 0, 8, 8.0}, {12, 0, 8, 4.0}, {12, 4, 12, 8.0}, {16, 0, 8, 8.0},
+                          {12, 0, 8, 8.0}, {16, 8, 16, 8.0}, {12, 0, 8, 8.0}};
+  for (const shard& c : shards) {
+    posenc::alibi_config cfg;
+    cfg.num_heads = c.num_heads;
+    cfg.head_begin = c.head_begin;
+    cfg.head_end = c.head_end;
+    cfg.max_bias = c.max_bias;
+    std::vector<double> bias(8 * 2, 0.0);  // [8 heads, 1 query, 2 keys]: key 1 holds the slope times 1
+    posenc::alibi_bias(cfg, posenc::strided_view<double, 3>(bias.data(), {8, 1, 2}));
+    for (index_t k = 0; k < 8; ++k)
+      ASSERT_TRUE(same_bits(bias[static_cast<std::size_t>(2 * k + 1)],
+                            posenc::alibi_slope(c.head_begin + k, c.num_heads, c.max_bias)))
+          << "H " << c.num_heads << " shard from " << c.head_begin << " max_bias " << c.max_bias << " head " << k;
+  }
+}
+
+// The exact arithmetic on calls of 0.5-0.8 MB, where the kernel picks float or double lanes once per head for
+// the call's farthest distance: H = 8 (every slope a power of two: float lanes give the double form's bits)
+// and H = 12 (four such heads, eight in double lanes), against the double fma rounded to float.
+TEST_P(AlibiFp32, LargeExactCallsMatchTheDoubleFma) {
+  for (const index_t heads : {index_t{8}, index_t{12}}) {
+    constexpr index_t lq = 16, lk = 1000, offset = 500;
+    ASSERT_GT(heads * lq * lk * index_t{sizeof(float)}, posenc::detail::alibi_narrow_bytes);
+    const std::vector<float> x = random_storage<float>(static_cast<std::size_t>(heads * lq * lk), 11);
+    std::vector<float> got = x;
+    posenc::alibi_config cfg;
+    cfg.num_heads = heads;
+    posenc::add_alibi_bias(cfg, view4<float>(got.data(), {1, heads, lq, lk}), posenc::positions::offset(offset));
+    for (index_t k = 0; k < heads; ++k)
+      for (index_t i = 0; i < lq; ++i)
+        for (index_t j = 0; j < lk; ++j) {
+          const auto e = static_cast<std::size_t>((k * lq + i) * lk + j);
+          ASSERT_TRUE(is_one_of(got[e], added(x[e], posenc::alibi_slope(k, heads), j, offset + i, false)))
+              << "H " << heads << " head " << k << " query " << i << " key " << j;
+        }
+  }
+}
 
 TEST(AddAlibiBias, PerBatchSlopes) {
   constexpr index_t n = 2, h = 4, lq = 3, lk = 6;

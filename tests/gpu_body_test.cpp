@@ -357,16 +357,26 @@ void run_alibi_grid(const Params& p, index_t blocks, index_t threads) {
     for (index_t t = 0; t < threads; ++t) gpu::alibi_block(p, b, t, threads);
 }
 
+/// What the body needs of an alibi.txt case whose array `name` is [H, Lq, Lk].
+struct alibi_case {
+  index_t h, lq, lk;
+  posenc::positions pos;
+  bool symmetric;
+  pd::alibi_formula_slopes formula;
+};
+alibi_case alibi_case_of(const golden_case& c, const char* name) {
+  const posenc::alibi_config cfg = golden_alibi_config(c);
+  const auto& a = c.array(name);
+  return {a.shape[0], a.shape[1], a.shape[2], posenc::positions::offset(c.integer("query_offset")),
+          cfg.form == posenc::alibi_form::symmetric, {cfg.num_heads, cfg.head_begin, cfg.max_bias}};
+}
+
 // Every bias_* case of alibi.txt: the bias written, added onto zero scores, and added from a slopes view (the
 // shard's slopes in double), each over the whole grid.
 template <class T>
 void check_alibi_case(const golden_case& c, index_t threads) {
-  const posenc::alibi_config cfg = golden_alibi_config(c);
   const auto& expected = c.array("bias");
-  const index_t h = expected.shape[0], lq = expected.shape[1], lk = expected.shape[2];
-  const posenc::positions pos = posenc::positions::offset(c.integer("query_offset"));
-  const bool symmetric = cfg.form == posenc::alibi_form::symmetric;
-  const pd::alibi_formula_slopes formula{cfg.num_heads, cfg.head_begin, cfg.max_bias};
+  const auto [h, lq, lk, pos, symmetric, formula] = alibi_case_of(c, "bias");
   std::vector<double> slopes(static_cast<std::size_t>(h));
   for (index_t k = 0; k < h; ++k) slopes[static_cast<std::size_t>(k)] = formula(0, k);
   const pd::alibi_view_slopes<double> view{slopes.data(), {0, 1}};
@@ -384,12 +394,8 @@ void check_alibi_case(const golden_case& c, index_t threads) {
 // scores, bit for bit (one float rounding; a 16-bit T rounds that float once more).
 template <class T>
 void check_alibi_fp32_case(const golden_case& c, index_t threads) {
-  const posenc::alibi_config cfg = golden_alibi_config(c);
   const auto& x = c.array("x");
-  const index_t h = x.shape[0], lq = x.shape[1], lk = x.shape[2];
-  const posenc::positions pos = posenc::positions::offset(c.integer("query_offset"));
-  const bool symmetric = cfg.form == posenc::alibi_form::symmetric;
-  const pd::alibi_formula_slopes formula{cfg.num_heads, cfg.head_begin, cfg.max_bias};
+  const auto [h, lq, lk, pos, symmetric, formula] = alibi_case_of(c, "x");
   for (bool add : {false, true}) {
     std::vector<T> out;
     for (double e : x.values) out.push_back(add ? posenc::detail::simd::store_as<T>(e) : T(0));

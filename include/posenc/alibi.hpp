@@ -155,9 +155,9 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, const positions& query_p
   const auto v = as_view(std::forward<X>(out));
   static_assert(decltype(v)::rank == 3, "posenc::alibi_bias: the output is a rank-3 [H_local, Lq, Lk] tensor");
   std::array<index_t, 2> r{};
-  POSENC_TRY(detail::check_alibi_config(fn, cfg, r));
+  constexpr bool double_scores = detail::is_double_scores_v<typename decltype(v)::element_type>;
+  POSENC_TRY(detail::check_alibi_config(fn, cfg, r, double_scores));
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
-  POSENC_TRY(detail::check_alibi_arithmetic<typename decltype(v)::element_type>(fn, cfg.arithmetic));
   POSENC_TRY(detail::check_view(fn, "out", v, true));
   const auto v4 = detail::as_scores_view(v);
   const positions& pos = query_pos;
@@ -209,9 +209,9 @@ status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& 
   constexpr const char* fn = "add_alibi_bias";
   const auto sv = as_view(std::forward<X>(scores));
   std::array<index_t, 2> r{};
-  POSENC_TRY(detail::check_alibi_config(fn, cfg, r));
+  constexpr bool double_scores = detail::is_double_scores_v<typename decltype(sv)::element_type>;
+  POSENC_TRY(detail::check_alibi_config(fn, cfg, r, double_scores));
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
-  POSENC_TRY(detail::check_alibi_arithmetic<typename decltype(sv)::element_type>(fn, cfg.arithmetic));
   POSENC_TRY(detail::check_view(fn, "scores", sv, true));
   const auto v = detail::as_scores_view(sv);
   bool work = false;
@@ -258,7 +258,8 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
   static_assert(detail::is_alibi_dtype_v<E>, "posenc::add_alibi_bias: slopes of float, double, half or bfloat16");
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
   POSENC_TRY(detail::check_alibi_form(fn, form));
-  POSENC_TRY(detail::check_alibi_arithmetic<typename decltype(scores_view)::element_type>(fn, arithmetic));
+  constexpr bool double_scores = detail::is_double_scores_v<typename decltype(scores_view)::element_type>;
+  POSENC_TRY(detail::check_alibi_arithmetic(fn, arithmetic, double_scores));
   POSENC_TRY(detail::check_view(fn, "scores", scores_view, true));
   POSENC_TRY(detail::check_view(fn, "slopes", sv, false));
   using A = std::array<index_t, 2>;

@@ -94,25 +94,29 @@ inline status check_alibi_form(const char* fn, alibi_form form) {
   return {};
 }
 
-/// Validates the arithmetic for scores of type T: fp32 computes in float, so double scores are refused rather
-/// than given float's rounding quietly.
+/// Whether scores of type T are double (which the fp32 arithmetic refuses).
 template <class T>
-status check_alibi_arithmetic(const char* fn, alibi_arithmetic a) {
+inline constexpr bool is_double_scores_v = std::is_same_v<std::remove_const_t<T>, double>;
+
+/// Validates the arithmetic for the scores: fp32 computes in float, so double scores are refused rather than
+/// given float's rounding quietly.
+inline status check_alibi_arithmetic(const char* fn, alibi_arithmetic a, bool double_scores) {
   if (a != alibi_arithmetic::exact && a != alibi_arithmetic::fp32)
     return fail(fn, "arithmetic=", static_cast<int>(a), " is not an alibi_arithmetic");
-  if (a == alibi_arithmetic::fp32 && std::is_same_v<std::remove_const_t<T>, double>)
+  if (a == alibi_arithmetic::fp32 && double_scores)
     return fail(fn, "arithmetic=fp32 rounds in float: double scores take arithmetic=exact");
   return {};
 }
 
-/// Validates a configuration; sets `range` to the global head range [begin, end) (unchanged on error).
-inline status check_alibi_config(const char* fn, const alibi_config& cfg, std::array<index_t, 2>& range) {
+/// Validates a configuration (its arithmetic for double scores where `double_scores`); sets `range` to the
+/// global head range [begin, end) (unchanged on error).
+inline status check_alibi_config(const char* fn, const alibi_config& cfg, std::array<index_t, 2>& range,
+                                 bool double_scores = false) {
   if (cfg.num_heads <= 0) return fail(fn, "num_heads=", cfg.num_heads, " must be > 0");
   if (!(std::isfinite(cfg.max_bias) && cfg.max_bias > 0.0))
     return fail(fn, "max_bias=", cfg.max_bias, " must be finite and > 0");
   POSENC_TRY(check_alibi_form(fn, cfg.form));
-  if (cfg.arithmetic != alibi_arithmetic::exact && cfg.arithmetic != alibi_arithmetic::fp32)
-    return fail(fn, "arithmetic=", static_cast<int>(cfg.arithmetic), " is not an alibi_arithmetic");
+  POSENC_TRY(check_alibi_arithmetic(fn, cfg.arithmetic, double_scores));
   const index_t end = cfg.head_end == -1 ? cfg.num_heads : cfg.head_end;
   if (cfg.head_begin < 0 || cfg.head_begin >= cfg.num_heads)
     return fail(fn, "head_begin=", cfg.head_begin, " is outside [0, num_heads=", cfg.num_heads, ")");

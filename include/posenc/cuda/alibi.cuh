@@ -49,9 +49,8 @@ status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, const pos
                       alibi_mask mask = alibi_mask::none, cudaStream_t stream = nullptr) noexcept {
   constexpr const char* fn = "cuda::alibi_bias";
   std::array<index_t, 2> r{};
-  POSENC_TRY(posenc::detail::check_alibi_config(fn, cfg, r));
+  POSENC_TRY(posenc::detail::check_alibi_config(fn, cfg, r, posenc::detail::is_double_scores_v<T>));
   POSENC_TRY(posenc::detail::check_alibi_mask(fn, mask));
-  POSENC_TRY(posenc::detail::check_alibi_arithmetic<T>(fn, cfg.arithmetic));
   POSENC_TRY(posenc::detail::check_view(fn, "out", out, true));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(out);
   const positions& pos = query_pos;
@@ -71,9 +70,8 @@ status try_add_alibi_bias(const alibi_config& cfg, strided_view<T, R> scores, co
                           alibi_mask mask = alibi_mask::none, cudaStream_t stream = nullptr) noexcept {
   constexpr const char* fn = "cuda::add_alibi_bias";
   std::array<index_t, 2> r{};
-  POSENC_TRY(posenc::detail::check_alibi_config(fn, cfg, r));
+  POSENC_TRY(posenc::detail::check_alibi_config(fn, cfg, r, posenc::detail::is_double_scores_v<T>));
   POSENC_TRY(posenc::detail::check_alibi_mask(fn, mask));
-  POSENC_TRY(posenc::detail::check_alibi_arithmetic<T>(fn, cfg.arithmetic));
   POSENC_TRY(posenc::detail::check_view(fn, "scores", scores, true));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(scores);
   bool work = false;
@@ -96,7 +94,7 @@ status try_add_alibi_bias(strided_view<const S, RS> slopes, strided_view<T, R> s
   constexpr const char* fn = "cuda::add_alibi_bias";
   POSENC_TRY(posenc::detail::check_alibi_mask(fn, mask));
   POSENC_TRY(posenc::detail::check_alibi_form(fn, form));
-  POSENC_TRY(posenc::detail::check_alibi_arithmetic<T>(fn, arithmetic));
+  POSENC_TRY(posenc::detail::check_alibi_arithmetic(fn, arithmetic, posenc::detail::is_double_scores_v<T>));
   POSENC_TRY(posenc::detail::check_view(fn, "scores", scores, true));
   POSENC_TRY(posenc::detail::check_view(fn, "slopes", slopes, false));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(scores);

@@ -79,59 +79,29 @@ inline bool alibi_float_exact(double slope, index_t max_distance) {
   return static_cast<index_t>(m) * max_distance < (index_t{1} << 24);
 }
 
-/// Keys [begin, end) of one row in float lanes: e = slope * d (write) or e = fma(slope, d, e) (Add), d = j -
-/// query rounded to float (exact below 2^24, where the vectors advance it by their width; a farther row takes
-/// it per key), one rounding to float, then to a 16-bit T.
-template <bool Add, class T>
-POSENC_ALWAYS_INLINE void alibi_span_float(T* row, index_t stride, index_t begin, index_t end, float slope, index_t query, index_t far) {
-  const simd::lanes<float, simd::tail<isa_tag>> d1;
-  index_t j = begin;
-  if (stride == 1 && far < (index_t{1} << 24)) {
-    j = alibi_body<Add>(simd::lanes<float, isa_tag>{}, row, j, end, slope, static_cast<float>(begin - query));
-    if (j < end) alibi_body<Add>(d1, row, j, end, slope, static_cast<float>(j - query));
+/// Keys [begin, end) of one row in lanes of A: e = slope * d (write) or e = fma(slope, d, e) (Add), d = j -
+/// query as an A, one rounding to A, then to T (Eigen::half and bfloat16 through float, as simd::store_as does
+/// everywhere). The add is one fused multiply-add, written as such: compilers fuse a product and a sum on their
+/// own where the ISA has FMA (GCC across statements, even from intrinsics), so an unfused form would round
+/// differently per compiler; the portable target's double lanes round the product first (at most 1 ulp of
+/// double apart), its float lanes fuse exactly (alibi_fma). `contiguous`: keys one element apart and every
+/// distance of the call exact in A, so the vectors advance the distances by their width; otherwise d is formed
+/// per key.
+template <bool Add, class A, class T>
+POSENC_ALWAYS_INLINE void alibi_span(T* row, index_t stride, index_t begin, index_t end, A slope, index_t query,
+                                     bool contiguous) {
+  if (begin >= end) return;
+  const simd::lanes<A, simd::tail<isa_tag>> d1;
+  if (contiguous) {
+    const simd::lanes<A, isa_tag> d;
+    const index_t j = alibi_body<Add>(d, row, begin, end, slope, static_cast<A>(begin - query));
+    if (j < end) alibi_body<Add>(d1, row, j, end, slope, static_cast<A>(j - query));
     return;
   }
-  for (; j < end; ++j) {
-    const auto dist = set1(d1, static_cast<float>(j - query));
+  for (index_t j = begin; j < end; ++j) {
+    const auto dist = set1(d1, static_cast<A>(j - query));
     if constexpr (Add) {
       store(alibi_fma(d1, set1(d1, slope), dist, load(d1, row + j * stride)), row + j * stride);
-    } else {
-      store(mul(set1(d1, slope), dist), row + j * stride);
-    }
-  }
-}
-
-/// Keys [begin, end) of one row: e = slope * (j - query) (write: the product math::alibi_bias_value forms) or
-/// e = fma(slope, j - query, e) (Add), in double, rounded to T once (Eigen::half and bfloat16 through float, as
-/// simd::store_as does everywhere). The add is one fused multiply-add, written as such: compilers fuse a
-/// product and a sum on their own where the ISA has FMA (GCC across statements, even from intrinsics), so an
-/// unfused form would round differently per compiler. The portable target of a CPU without FMA rounds the
-/// product first: at most 1 ulp of double apart. The symmetric form passes -slope for the keys after the query.
-/// Float and 16-bit rows whose products are exact in float (alibi_float_exact) run in float lanes: the same
-/// bits, twice the lanes and no conversions (the decode row was compute-bound in double). `fp32` (the
-/// alibi_arithmetic::fp32 contract) runs every float and 16-bit row in float lanes with the slope rounded to
-/// float.
-template <bool Add, class T>
-POSENC_ALWAYS_INLINE void alibi_span(T* row, index_t stride, index_t begin, index_t end, double slope, index_t query, bool fp32) {
-  if (begin >= end) return;
-  if constexpr (!std::is_same_v<T, double>) {
-    const index_t far = std::max(std::abs(begin - query), std::abs(end - 1 - query));
-    if (fp32 || alibi_float_exact(slope, far)) {
-      alibi_span_float<Add>(row, stride, begin, end, static_cast<float>(slope), query, far);
-      return;
-    }
-  }
-  const simd::lanes<double, simd::tail<isa_tag>> d1;
-  index_t j = begin;
-  if (stride == 1) {
-    const double first = static_cast<double>(begin - query);
-    j = alibi_body<Add>(simd::lanes<double, isa_tag>{}, row, j, end, slope, first);
-    j = alibi_body<Add>(d1, row, j, end, slope, first + static_cast<double>(j - begin));
-  }
-  for (; j < end; ++j) {
-    const auto dist = set1(d1, static_cast<double>(j - query));
-    if constexpr (Add) {
-      store(fma(set1(d1, slope), dist, load(d1, row + j * stride)), row + j * stride);
     } else {
       store(mul(set1(d1, slope), dist), row + j * stride);
     }
@@ -153,16 +123,60 @@ POSENC_ALWAYS_INLINE void alibi_mask_span(T* row, index_t stride, index_t begin,
   for (; j < end; ++j) store(set1(d1, inf), row + j * stride);
 }
 
+/// The Lq rows of one head, slope in lanes of A. Each row splits at its query q: keys j <= q take the same bias
+/// in both forms, keys after it are masked (causal), mirrored (symmetric: -slope * |d|) or continued (linear),
+/// so the inner loops carry no mask test.
+template <bool Add, class A, class T>
+POSENC_ALWAYS_INLINE void alibi_head(T* head, const strided_view<T, 4>& out, index_t n, A slope, const positions& pos,
+                                     bool symmetric, bool causal, bool contiguous) {
+  const index_t lk = out.extent(3);
+  const index_t sk = out.stride(3);
+  for (index_t i = 0; i < out.extent(2); ++i) {
+    T* const row = head + i * out.stride(2);
+    const index_t q = pos.at(n, i);
+    const index_t split = q < lk ? q + 1 : lk;
+    alibi_span<Add>(row, sk, 0, split, slope, q, contiguous);
+    if (causal) {
+      alibi_mask_span(row, sk, split, lk);
+    } else {
+      alibi_span<Add>(row, sk, split, lk, symmetric ? -slope : slope, q, contiguous);
+    }
+  }
+}
+
 /// out[n, h, i, j] (=|+=) slope(n, h) * (j - q), q = pos.at(n, i); -slope * |j - q| when symmetric; -inf where
-/// j > q when causal. Each row splits at the query: keys j <= q take the same bias in both forms, keys after it
-/// are masked, mirrored (symmetric) or continued (linear), so the inner loops carry no mask test.
-/// `fp32`: alibi_arithmetic::fp32 (float and 16-bit T only).
+/// j > q when causal. `fp32`: alibi_arithmetic::fp32 (float and 16-bit T only): float lanes, the slope rounded
+/// to float. The exact arithmetic runs a head of float or 16-bit T in float lanes too where that gives the
+/// double form's bits (alibi_float_exact), decided once per head for the call's farthest distance: twice the
+/// lanes and no conversions (the decode row was compute-bound in double).
 /// Preconditions: everything validated by the public entry (extents, positions >= 0, finite slopes).
 template <bool Add, class T, class Slopes>
 void alibi_rows(target, std::bool_constant<Add>, const strided_view<T, 4>& out, const Slopes& slopes,
                 const positions& pos, bool symmetric, bool causal, bool fp32) {
   const index_t lk = out.extent(3);
-  const index_t sk = out.stride(3);
+#if defined(POSENC_NARROW_NS)
+  // Adds to float scores in the fp32 arithmetic past L1 and below the streaming size go to the 256-bit kernel:
+  // in isolation on Emerald Rapids (the loop load, fma, store, add of an engine), 512-bit lanes ran 20% faster
+  // than 256-bit in L1 (<= 48 KiB) but 7% slower at 64-512 KiB and 1-4% at 1.5-32 MiB; from DRAM they win (the
+  // prefill [1, 32, 512, 4096], 256 MiB: 24.0 against 27.8 ms). Double lanes (compute-bound), 16-bit scores
+  // (conversions) and bias writes (not measured) keep 512 bits.
+  if constexpr (Add && std::is_same_v<T, float>) {
+    const index_t bytes = out.extent(0) * out.extent(1) * out.extent(2) * lk * index_t{sizeof(T)};
+    if (fp32 && bytes > alibi_narrow_bytes && !(bytes > rope_stream_bytes))
+      return POSENC_NARROW_NS::alibi_rows(POSENC_NARROW_NS::target{}, std::bool_constant<Add>{}, out, slopes, pos,
+                                          symmetric, causal, fp32);
+  }
+#endif
+  // |j - q| <= max(Lk - 1, the largest query position) for every row of the call.
+  index_t far = lk - 1;
+  if (pos.kind() == positions::form::offset) {
+    far = std::max(far, pos.start() + out.extent(2) - 1);
+  } else {
+    for (index_t n = 0; n < out.extent(0); ++n)
+      for (index_t i = 0; i < out.extent(2); ++i) far = std::max(far, pos.at(n, i));
+  }
+  const bool contiguous = out.stride(3) == 1;
+  const bool contiguous_f = contiguous && far < (index_t{1} << 24);  // float distances exact below 2^24
   // The slopes of up to 64 heads at a time: the formula's fill shares one exp2 among the heads whose exponents
   // share a fractional part (an exp2 per head was 2% of a 32-head decode call over 4096 keys).
   constexpr index_t chunk = 64;
@@ -172,17 +186,13 @@ void alibi_rows(target, std::bool_constant<Add>, const strided_view<T, 4>& out, 
       if (h % chunk == 0) slopes.fill(n, h, std::min(chunk, out.extent(1) - h), slope_of);
       const double slope = slope_of[h % chunk];
       T* const head = out.data() + n * out.stride(0) + h * out.stride(1);
-      for (index_t i = 0; i < out.extent(2); ++i) {
-        T* row = head + i * out.stride(2);
-        const index_t q = pos.at(n, i);
-        const index_t split = q < lk ? q + 1 : lk;  // keys at or before the query
-        alibi_span<Add>(row, sk, 0, split, slope, q, fp32);  // d <= 0: both forms are slope * d
-        if (causal) {
-          alibi_mask_span(row, sk, split, lk);
-        } else {
-          alibi_span<Add>(row, sk, split, lk, symmetric ? -slope : slope, q, fp32);  // symmetric: -slope * |d|
+      if constexpr (!std::is_same_v<T, double>) {
+        if (fp32 || alibi_float_exact(slope, far)) {
+          alibi_head<Add>(head, out, n, static_cast<float>(slope), pos, symmetric, causal, contiguous_f);
+          continue;
         }
       }
+      alibi_head<Add>(head, out, n, slope, pos, symmetric, causal, contiguous);
     }
   }
 }
