@@ -123,23 +123,29 @@ POSENC_ALWAYS_INLINE void alibi_mask_span(T* row, index_t stride, index_t begin,
   for (; j < end; ++j) store(set1(d1, inf), row + j * stride);
 }
 
+/// The query and key extents and strides of a call's rows, held apart from the view so that the row loops keep
+/// them in registers.
+struct alibi_rows_shape {
+  index_t lq, sq, lk, sk;
+};
+
 /// The Lq rows of one head, slope in lanes of A. Each row splits at its query q: keys j <= q take the same bias
 /// in both forms, keys after it are masked (causal), mirrored (symmetric: -slope * |d|) or continued (linear),
 /// so the inner loops carry no mask test.
 template <bool Add, class A, class T>
-POSENC_ALWAYS_INLINE void alibi_head(T* head, const strided_view<T, 4>& out, index_t n, A slope, const positions& pos,
+POSENC_ALWAYS_INLINE void alibi_head(T* head, alibi_rows_shape g, index_t n, A slope, const positions& pos,
                                      bool symmetric, bool causal, bool contiguous) {
-  const index_t lk = out.extent(3);
-  const index_t sk = out.stride(3);
-  for (index_t i = 0; i < out.extent(2); ++i) {
-    T* const row = head + i * out.stride(2);
+  const A after = symmetric ? -slope : slope;
+  T* row = head;
+  for (index_t i = 0; i < g.lq; ++i, row += g.sq) {
     const index_t q = pos.at(n, i);
-    const index_t split = q < lk ? q + 1 : lk;
-    alibi_span<Add>(row, sk, 0, split, slope, q, contiguous);
+    const index_t split = q < g.lk ? q + 1 : g.lk;
+    alibi_span<Add>(row, g.sk, 0, split, slope, q, contiguous);
+    if (split == g.lk) continue;  // every key at or before the query (a decode row)
     if (causal) {
-      alibi_mask_span(row, sk, split, lk);
+      alibi_mask_span(row, g.sk, split, g.lk);
     } else {
-      alibi_span<Add>(row, sk, split, lk, symmetric ? -slope : slope, q, contiguous);
+      alibi_span<Add>(row, g.sk, split, g.lk, after, q, contiguous);
     }
   }
 }
@@ -177,22 +183,29 @@ void alibi_rows(target, std::bool_constant<Add>, const strided_view<T, 4>& out, 
   }
   const bool contiguous = out.stride(3) == 1;
   const bool contiguous_f = contiguous && far < (index_t{1} << 24);  // float distances exact below 2^24
-  // The slopes of up to 64 heads at a time: the formula's fill shares one exp2 among the heads whose exponents
-  // share a fractional part (an exp2 per head was 2% of a 32-head decode call over 4096 keys).
+  const alibi_rows_shape g{out.extent(2), out.stride(2), lk, out.stride(3)};
+  const index_t nb = out.extent(0), nh = out.extent(1), s0 = out.stride(0), s1 = out.stride(1);
+  // The slopes of up to 64 heads at a time, once per call where they do not depend on the batch row: the
+  // formula's fill shares one exp2 among the heads whose exponents share a fractional part.
   constexpr index_t chunk = 64;
   double slope_of[chunk];
-  for (index_t n = 0; n < out.extent(0); ++n) {
-    for (index_t h = 0; h < out.extent(1); ++h) {
-      if (h % chunk == 0) slopes.fill(n, h, std::min(chunk, out.extent(1) - h), slope_of);
-      const double slope = slope_of[h % chunk];
-      T* const head = out.data() + n * out.stride(0) + h * out.stride(1);
-      if constexpr (!std::is_same_v<T, double>) {
-        if (fp32 || alibi_float_exact(slope, far)) {
-          alibi_head<Add>(head, out, n, static_cast<float>(slope), pos, symmetric, causal, contiguous_f);
-          continue;
+  const bool once = slopes.batch_invariant() && nh <= chunk;
+  if (once) slopes.fill(0, 0, nh, slope_of);
+  for (index_t n = 0; n < nb; ++n) {
+    for (index_t h0 = 0; h0 < nh; h0 += chunk) {
+      const index_t count = std::min(chunk, nh - h0);
+      if (!once) slopes.fill(n, h0, count, slope_of);
+      T* head = out.data() + n * s0 + h0 * s1;
+      for (index_t k = 0; k < count; ++k, head += s1) {
+        const double slope = slope_of[k];
+        if constexpr (!std::is_same_v<T, double>) {
+          if (fp32 || alibi_float_exact(slope, far)) {
+            alibi_head<Add>(head, g, n, static_cast<float>(slope), pos, symmetric, causal, contiguous_f);
+            continue;
+          }
         }
+        alibi_head<Add>(head, g, n, slope, pos, symmetric, causal, contiguous);
       }
-      alibi_head<Add>(head, out, n, slope, pos, symmetric, causal, contiguous);
     }
   }
 }
