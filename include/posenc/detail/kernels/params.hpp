@@ -272,7 +272,7 @@ struct alibi_formula_slopes {
     struct memo {
       index_t num_heads = 0, first = 0, count = 0;
       double max_bias = 0.0;
-      double slopes[64];
+      double slopes[64] = {};
     };
     static thread_local memo last;
     const index_t first = head_begin + h0;
