@@ -459,6 +459,42 @@ TEST_P(AlibiFp32, MatchesTheFloatFmaOnEveryIsa) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, AlibiFp32, ::testing::ValuesIn(all_isas()), isa_only_name);
 
+// Query positions past 2^24 given per sequence and per token (the kernel takes the call's largest position
+// from the entry's validation): the float distances of those rows round, the other sequence's do not; against
+// the C library's float fma on every ISA, fp32.
+TEST_P(AlibiFp32, IdPositionsPast2p24) {
+  constexpr index_t n = 2, h = 4, lq = 2, lk = 40;
+  const std::int64_t starts[n] = {(std::int64_t{1} << 24) + 3, 5};
+  std::vector<std::int64_t> ids;
+  for (index_t b = 0; b < n; ++b)
+    for (index_t i = 0; i < lq; ++i) ids.push_back(starts[b] + 2 * i);  // per_token: every other position
+  posenc::alibi_config cfg;
+  cfg.num_heads = 12;
+  cfg.head_begin = 8;
+  cfg.arithmetic = posenc::alibi_arithmetic::fp32;
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(-48.0f, 48.0f);
+  std::vector<float> x(static_cast<std::size_t>(n * h * lq * lk));
+  for (float& v : x) v = u(gen);
+  for (int form = 0; form < 2; ++form) {
+    std::vector<float> got = x;
+    const auto pos = form == 0 ? posenc::positions::per_sequence(starts, n) : posenc::positions::per_token(ids.data(), n, lq);
+    posenc::add_alibi_bias(cfg, view4<float>(got.data(), {n, h, lq, lk}), pos);
+    for (index_t b = 0; b < n; ++b)
+      for (index_t k = 0; k < h; ++k) {
+        const auto sf = static_cast<float>(posenc::alibi_slope(cfg.head_begin + k, cfg.num_heads, cfg.max_bias));
+        for (index_t i = 0; i < lq; ++i)
+          for (index_t j = 0; j < lk; ++j) {
+            const auto e = static_cast<std::size_t>(((b * h + k) * lq + i) * lk + j);
+            const index_t q = form == 0 ? starts[b] + i : ids[static_cast<std::size_t>(b * lq + i)];
+            const float want = std::fma(sf, static_cast<float>(j - q), x[e]);
+            ASSERT_TRUE(same_bits(got[e], want)) << (form == 0 ? "per_sequence" : "per_token") << " batch " << b
+                                                 << " head " << k << " query " << i << " key " << j;
+          }
+      }
+  }
+}
+
 // The kernels keep a thread's last slopes (detail::alibi_formula_slopes::fill): calls one after another with
 // configurations that differ only in max_bias, the shard or the head count (the same local count) each get
 // their own slopes, on every ISA.

@@ -162,13 +162,14 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, const positions& query_p
   const auto v4 = detail::as_scores_view(v);
   const positions& pos = query_pos;
   bool work = false;
-  POSENC_TRY(detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos, work));
+  index_t max_q = 0;
+  POSENC_TRY(detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos, work, true, &max_q));
   if (!work) return {};
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
   const bool fp32 = cfg.arithmetic == alibi_arithmetic::fp32;
-  detail::run_alibi_rows(std::false_type{}, v4, slopes, pos, symmetric, causal, fp32);
+  detail::run_alibi_rows(std::false_type{}, v4, slopes, pos, max_q, symmetric, causal, fp32);
   return {};
 }
 template <class X>
@@ -215,13 +216,14 @@ status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& 
   POSENC_TRY(detail::check_view(fn, "scores", sv, true));
   const auto v = detail::as_scores_view(sv);
   bool work = false;
-  POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos, work));
+  index_t max_q = 0;
+  POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos, work, true, &max_q));
   if (!work) return {};
   const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
   const bool symmetric = cfg.form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
   const bool fp32 = cfg.arithmetic == alibi_arithmetic::fp32;
-  detail::run_alibi_rows(std::true_type{}, v, slopes, query_pos, symmetric, causal, fp32);
+  detail::run_alibi_rows(std::true_type{}, v, slopes, query_pos, max_q, symmetric, causal, fp32);
   return {};
 }
 template <class X>
@@ -281,7 +283,8 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
     }
   if (detail::spans_overlap(s2, v)) return detail::fail(fn, "slopes overlap the scores");
   bool work = false;
-  POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos, work));
+  index_t max_q = 0;
+  POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos, work, true, &max_q));
   if (!work) return {};
   if constexpr (SV::rank == 1)
     s2 = strided_view<const E, 2>(sv.data(), A{v.extent(0), sv.extent(0)}, A{0, sv.stride(0)});
@@ -289,7 +292,7 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
   const bool symmetric = form == alibi_form::symmetric;
   const bool causal = mask == alibi_mask::causal;
   const bool fp32 = arithmetic == alibi_arithmetic::fp32;
-  detail::run_alibi_rows(std::true_type{}, v, view_slopes, query_pos, symmetric, causal, fp32);
+  detail::run_alibi_rows(std::true_type{}, v, view_slopes, query_pos, max_q, symmetric, causal, fp32);
   return {};
 }
 template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>>

@@ -155,10 +155,11 @@ POSENC_ALWAYS_INLINE void alibi_head(T* head, alibi_rows_shape g, index_t n, A s
 /// to float. The exact arithmetic runs a head of float or 16-bit T in float lanes too where that gives the
 /// double form's bits (alibi_float_exact), decided once per head for the call's farthest distance: twice the
 /// lanes and no conversions (the decode row was compute-bound in double).
+/// `max_query`: the largest query position of the call (validate_positions found it).
 /// Preconditions: everything validated by the public entry (extents, positions >= 0, finite slopes).
 template <bool Add, class T, class Slopes>
 void alibi_rows(target, std::bool_constant<Add>, const strided_view<T, 4>& out, const Slopes& slopes,
-                const positions& pos, bool symmetric, bool causal, bool fp32) {
+                const positions& pos, index_t max_query, bool symmetric, bool causal, bool fp32) {
   const index_t lk = out.extent(3);
 #if defined(POSENC_NARROW_NS)
   // Adds to float scores in the fp32 arithmetic past L1 and below the streaming size go to the 256-bit kernel:
@@ -170,17 +171,10 @@ void alibi_rows(target, std::bool_constant<Add>, const strided_view<T, 4>& out, 
     const index_t bytes = out.extent(0) * out.extent(1) * out.extent(2) * lk * index_t{sizeof(T)};
     if (fp32 && bytes > alibi_narrow_bytes && !(bytes > rope_stream_bytes))
       return POSENC_NARROW_NS::alibi_rows(POSENC_NARROW_NS::target{}, std::bool_constant<Add>{}, out, slopes, pos,
-                                          symmetric, causal, fp32);
+                                          max_query, symmetric, causal, fp32);
   }
 #endif
-  // |j - q| <= max(Lk - 1, the largest query position) for every row of the call.
-  index_t far = lk - 1;
-  if (pos.kind() == positions::form::offset) {
-    far = std::max(far, pos.start() + out.extent(2) - 1);
-  } else {
-    for (index_t n = 0; n < out.extent(0); ++n)
-      for (index_t i = 0; i < out.extent(2); ++i) far = std::max(far, pos.at(n, i));
-  }
+  const index_t far = std::max(lk - 1, max_query);  // |j - q| <= far for every row of the call
   const bool contiguous = out.stride(3) == 1;
   const bool contiguous_f = contiguous && far < (index_t{1} << 24);  // float distances exact below 2^24
   const alibi_rows_shape g{out.extent(2), out.stride(2), lk, out.stride(3)};

@@ -156,8 +156,8 @@ const T& canonical(const T& x) {
   /* ALiBi bias written (Add false) or added into [N, H, Lq, Lk] scores (alibi-inl.hpp). */                        \
   X(alibi_rows, (bool Add, class T, class Slopes), (Add, T, Slopes),                                                \
     (std::bool_constant<Add> add, const strided_view<T, 4>& out, const Slopes& slopes, const positions& pos,      \
-     bool symmetric, bool causal, bool fp32),                                                                       \
-    (add, out, slopes, pos, symmetric, causal, fp32), POSENC_INST_ALIBI_ROWS)                                      \
+     index_t max_query, bool symmetric, bool causal, bool fp32),                                                    \
+    (add, out, slopes, pos, max_query, symmetric, causal, fp32), POSENC_INST_ALIBI_ROWS)                           \
   /* Sinusoids added to in into out (an empty in: written) (add-inl.hpp). */                                        \
   X(sinusoid_rows, (class T), (T),                                                                                  \
     (const sinusoid_params& sp, const positions& pos, const strided_view<const T, 3>& in,                          \
