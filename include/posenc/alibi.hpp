@@ -125,6 +125,22 @@ void alibi_slopes(const alibi_config& cfg, X&& out) {
   detail::throw_if_error(try_alibi_slopes(cfg, out));
 }
 
+namespace detail {
+/// What every CPU ALiBi entry does once its own arguments are checked: the scores against the shard's head count
+/// and the query positions (check_alibi_scores), then the rows (Add: added to the scores, else written).
+template <bool Add, class T, class Slopes>
+status alibi_checked_rows(const char* fn, const char* name, const strided_view<T, 4>& v, index_t heads,
+                          const Slopes& slopes, const positions& pos, alibi_form form, alibi_mask mask,
+                          alibi_arithmetic arithmetic) {
+  index_t max_q = -1;
+  POSENC_TRY(check_alibi_scores(fn, name, v, heads, pos, max_q));
+  if (max_q < 0) return {};
+  run_alibi_rows(std::bool_constant<Add>{}, v, slopes, pos, max_q, form == alibi_form::symmetric,
+                 mask == alibi_mask::causal, arithmetic == alibi_arithmetic::fp32);
+  return {};
+}
+}  // namespace detail
+
 /// Writes the ALiBi bias tensor of the shard's heads for Lq queries at positions q(i) = query_pos.at(0, i) and
 /// Lk keys at positions j. The bias has no batch dimension, so query_pos describes one sequence: an offset
 /// (positions::offset(P): q(i) = P + i; a KV cache of Lk entries with the new queries at its end: P = Lk - Lq),
@@ -159,18 +175,9 @@ status try_alibi_bias(const alibi_config& cfg, X&& out, const positions& query_p
   POSENC_TRY(detail::check_alibi_config(fn, cfg, r, double_scores));
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
   POSENC_TRY(detail::check_view(fn, "out", v, true));
-  const auto v4 = detail::as_scores_view(v);
-  const positions& pos = query_pos;
-  bool work = false;
-  index_t max_q = 0;
-  POSENC_TRY(detail::check_alibi_scores(fn, "out", v4, r[1] - r[0], pos, work, true, &max_q));
-  if (!work) return {};
-  const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
-  const bool symmetric = cfg.form == alibi_form::symmetric;
-  const bool causal = mask == alibi_mask::causal;
-  const bool fp32 = cfg.arithmetic == alibi_arithmetic::fp32;
-  detail::run_alibi_rows(std::false_type{}, v4, slopes, pos, max_q, symmetric, causal, fp32);
-  return {};
+  return detail::alibi_checked_rows<false>(fn, "out", detail::as_scores_view(v), r[1] - r[0],
+                                           detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, query_pos,
+                                           cfg.form, mask, cfg.arithmetic);
 }
 template <class X>
 void alibi_bias(const alibi_config& cfg, X&& out, const positions& query_pos = positions::offset(0),
@@ -214,17 +221,9 @@ status try_add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& 
   POSENC_TRY(detail::check_alibi_config(fn, cfg, r, double_scores));
   POSENC_TRY(detail::check_alibi_mask(fn, mask));
   POSENC_TRY(detail::check_view(fn, "scores", sv, true));
-  const auto v = detail::as_scores_view(sv);
-  bool work = false;
-  index_t max_q = 0;
-  POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos, work, true, &max_q));
-  if (!work) return {};
-  const detail::alibi_formula_slopes slopes{cfg.num_heads, r[0], cfg.max_bias};
-  const bool symmetric = cfg.form == alibi_form::symmetric;
-  const bool causal = mask == alibi_mask::causal;
-  const bool fp32 = cfg.arithmetic == alibi_arithmetic::fp32;
-  detail::run_alibi_rows(std::true_type{}, v, slopes, query_pos, max_q, symmetric, causal, fp32);
-  return {};
+  return detail::alibi_checked_rows<true>(fn, "scores", detail::as_scores_view(sv), r[1] - r[0],
+                                          detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, query_pos,
+                                          cfg.form, mask, cfg.arithmetic);
 }
 template <class X>
 void add_alibi_bias(const alibi_config& cfg, X&& scores, const positions& query_pos = positions::offset(0),
@@ -282,18 +281,10 @@ status try_add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = p
       if (!std::isfinite(x)) return detail::fail(fn, "slopes[", n, ", ", h, "]=", x, " is not finite");
     }
   if (detail::spans_overlap(s2, v)) return detail::fail(fn, "slopes overlap the scores");
-  bool work = false;
-  index_t max_q = 0;
-  POSENC_TRY(detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos, work, true, &max_q));
-  if (!work) return {};
-  if constexpr (SV::rank == 1)
-    s2 = strided_view<const E, 2>(sv.data(), A{v.extent(0), sv.extent(0)}, A{0, sv.stride(0)});
-  const detail::alibi_view_slopes<E> view_slopes{s2.data(), {s2.stride(0), s2.stride(1)}};
-  const bool symmetric = form == alibi_form::symmetric;
-  const bool causal = mask == alibi_mask::causal;
-  const bool fp32 = arithmetic == alibi_arithmetic::fp32;
-  detail::run_alibi_rows(std::true_type{}, v, view_slopes, query_pos, max_q, symmetric, causal, fp32);
-  return {};
+  // [H_local] slopes have batch row stride 0 (s2 above), so every row reads the same slopes.
+  return detail::alibi_checked_rows<true>(fn, "scores", v, v.extent(1),
+                                          detail::alibi_view_slopes<E>{s2.data(), {s2.stride(0), s2.stride(1)}},
+                                          query_pos, form, mask, arithmetic);
 }
 template <class S, class X, class = std::enable_if_t<!std::is_same_v<std::decay_t<S>, alibi_config>>>
 void add_alibi_bias(S&& slopes, X&& scores, const positions& query_pos = positions::offset(0),

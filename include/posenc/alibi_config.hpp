@@ -148,13 +148,13 @@ strided_view<T, 4> as_scores_view(const strided_view<T, R>& v) {
   }
 }
 
-/// Checks a (checked) scores view against the local head count and the query positions; `work` is set to
-/// false when there is nothing to do (an empty tensor), `max_query` (when given) to the largest query position.
-/// A CUDA launcher passes `values_readable` false for positions in device memory (see validate_positions).
+/// Checks a (checked) scores view against the local head count and the query positions; `max_query` is set to
+/// the largest query position, or -1 when there is nothing to do (no query or no key). A CUDA launcher passes
+/// `values_readable` false for positions in device memory (see validate_positions); max_query is then only
+/// known to be >= 0.
 template <class T>
 status check_alibi_scores(const char* fn, const char* name, const strided_view<T, 4>& s, index_t heads,
-                          const positions& pos, bool& work, bool values_readable = true,
-                          index_t* max_query = nullptr) {
+                          const positions& pos, index_t& max_query, bool values_readable = true) {
   if (s.extent(1) != heads)
     return fail(fn, name, " has ", s.extent(1), " heads where the configuration's shard has ", heads);
   // validate_positions skips empty tensors; a negative offset is rejected whatever the shape.
@@ -162,8 +162,7 @@ status check_alibi_scores(const char* fn, const char* name, const strided_view<T
     return fail(fn, "query offset=", pos.start(), " must be >= 0");
   index_t max_pos = -1;
   POSENC_TRY(validate_positions(fn, pos, s.extent(0), s.extent(2), max_pos, values_readable));
-  work = max_pos >= 0 && s.extent(3) > 0;
-  if (max_query != nullptr) *max_query = max_pos;
+  max_query = s.extent(3) > 0 ? max_pos : -1;
   return {};
 }
 

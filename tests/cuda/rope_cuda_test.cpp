@@ -4,6 +4,7 @@
 // (tests/cuda/resource_check.cmake).
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -170,7 +171,8 @@ void check_alibi_case(const golden_case& c, bool add) {
   const auto& expected = c.array("bias");
   std::vector<T> out(expected.values.size(), T(0));
   const posenc::status s = posenc_cuda_test::run_alibi(cfg, dtype_of<T>(), expected.shape[0], expected.shape[1],
-                                                       expected.shape[2], c.integer("query_offset"), add, out.data());
+                                                       expected.shape[2], posenc::positions::offset(c.integer("query_offset")),
+                                                       add, out.data());
   ASSERT_TRUE(s.ok()) << s.message();
   expect_close(out, expected, c.name + (add ? " add_alibi_bias" : " alibi_bias"));
 }
@@ -185,7 +187,8 @@ void check_alibi_fp32_case(const golden_case& c, bool add) {
   std::vector<T> out;
   for (double v : x.values) out.push_back(add ? posenc::detail::simd::store_as<T>(v) : T(0));
   const posenc::status s = posenc_cuda_test::run_alibi(cfg, dtype_of<T>(), x.shape[0], x.shape[1], x.shape[2],
-                                                       c.integer("query_offset"), add, out.data());
+                                                       posenc::positions::offset(c.integer("query_offset")), add,
+                                                       out.data());
   ASSERT_TRUE(s.ok()) << s.message();
   for (std::size_t i = 0; i < out.size(); ++i)
     ASSERT_TRUE(same_bits(out[i], posenc::detail::simd::store_as<T>(static_cast<float>(want[i]))))
@@ -209,6 +212,37 @@ TEST(CudaAlibi, MatchesGolden) {
       check_alibi_case<double>(c, add);
       check_alibi_case<Eigen::half>(c, add);
       check_alibi_case<Eigen::bfloat16>(c, add);
+    }
+  }
+}
+
+// Per-token query positions in device memory (a speculative-decoding tree: queries at 7, 9, 8, 9): the bias and
+// the addition match the CPU's (golden-tested), for both entries. The host side reads only the positions' form
+// and shape (values_readable false): reading the device array from the host would fault.
+TEST(CudaAlibi, PerTokenPositionsInDeviceMemory) {
+  POSENC_REQUIRE_DEVICE();
+  posenc::alibi_config cfg;
+  cfg.num_heads = 6;
+  const index_t heads = 6, lq = 4, lk = 11;
+  const std::int64_t ids[] = {7, 9, 8, 9};
+  const auto pos = posenc::positions::per_token(ids, 1, lq);
+  const auto causal = posenc::alibi_mask::causal;
+  for (bool add : {false, true}) {
+    std::vector<float> want(static_cast<std::size_t>(heads * lq * lk), add ? 0.25f : 0.0f), got = want;
+    const posenc::strided_view<float, 3> w(want.data(), {heads, lq, lk});
+    if (add) posenc::add_alibi_bias(cfg, w, pos, causal);
+    else posenc::alibi_bias(cfg, w, pos, causal);
+    const posenc::status s = posenc_cuda_test::run_alibi(cfg, posenc_cuda_test::dtype::f32, heads, lq, lk, pos, add,
+                                                         got.data(), causal);
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (std::isinf(want[i])) {
+        ASSERT_EQ(got[i], want[i]) << (add ? "add_alibi_bias" : "alibi_bias") << " element " << i;
+      } else {
+        // Both round the double fma once; the slopes' exp2 may differ in its last double bit on the device.
+        ASSERT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i]) + 1e-30) << (add ? "add_alibi_bias" : "alibi_bias")
+                                                                         << " element " << i;
+      }
     }
   }
 }

@@ -109,16 +109,17 @@ posenc::status run_typed(const rope_job& job) {
 
 template <class T>
 posenc::status run_alibi_typed(const posenc::alibi_config& cfg, index_t heads, index_t lq, index_t lk,
-                               index_t query_offset, bool add, void* inout) {
+                               const posenc::positions& host_pos, bool add, void* inout, posenc::alibi_mask mask) {
   const std::size_t bytes = static_cast<std::size_t>(heads * lq * lk) * sizeof(T);
-  dev s;
+  dev s, pos_buf;
   POSENC_TRY(upload(s, inout, bytes));
+  posenc::positions pos;
+  POSENC_TRY(device_positions(host_pos, pos_buf, pos));
   T* p = static_cast<T*>(s.p);
   if (add) {
-    POSENC_TRY(posenc::cuda::try_add_alibi_bias(cfg, posenc::strided_view<T, 4>(p, {1, heads, lq, lk}),
-                                                posenc::positions::offset(query_offset)));
+    POSENC_TRY(posenc::cuda::try_add_alibi_bias(cfg, posenc::strided_view<T, 4>(p, {1, heads, lq, lk}), pos, mask));
   } else {
-    POSENC_TRY(posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<T, 3>(p, {heads, lq, lk}), posenc::positions::offset(query_offset)));
+    POSENC_TRY(posenc::cuda::try_alibi_bias(cfg, posenc::strided_view<T, 3>(p, {heads, lq, lk}), pos, mask));
   }
   return download(inout, s, bytes);
 }
@@ -292,8 +293,8 @@ posenc::status with_dtype(dtype type, F&& f) {
 }  // namespace
 
 posenc::status run_alibi(const posenc::alibi_config& cfg, dtype type, index_t heads, index_t lq, index_t lk,
-                         index_t query_offset, bool add, void* inout) {
-  return with_dtype(type, [&](auto t) { return run_alibi_typed<decltype(t)>(cfg, heads, lq, lk, query_offset, add, inout); });
+                         const posenc::positions& pos, bool add, void* inout, posenc::alibi_mask mask) {
+  return with_dtype(type, [&](auto t) { return run_alibi_typed<decltype(t)>(cfg, heads, lq, lk, pos, add, inout, mask); });
 }
 
 posenc::status run_xpos(const posenc::xpos_plan& plan, dtype type, const std::array<index_t, 4>& shape, const void* x,

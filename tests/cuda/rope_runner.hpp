@@ -44,9 +44,11 @@ struct rope_job {
 posenc::status run_rope(const rope_job& job);
 
 /// posenc::cuda::alibi_bias (add = false) or add_alibi_bias onto the scores in `inout` (add = true) of shape
-/// [1, H, Lq, Lk], `type` elements, query positions offset(query_offset); the result copied back into `inout`.
+/// [1, H, Lq, Lk], `type` elements, query positions `pos` (an array in host memory, copied to the device) and
+/// `mask`; the result copied back into `inout`.
 posenc::status run_alibi(const posenc::alibi_config& cfg, dtype type, posenc::index_t heads, posenc::index_t lq,
-                         posenc::index_t lk, posenc::index_t query_offset, bool add, void* inout);
+                         posenc::index_t lk, const posenc::positions& pos, bool add, void* inout,
+                         posenc::alibi_mask mask = posenc::alibi_mask::none);
 
 /// posenc::cuda::apply_xpos in place on x (N, L, 1, D) at positions offset .. offset+L-1; the result into y.
 posenc::status run_xpos(const posenc::xpos_plan& plan, dtype type, const std::array<posenc::index_t, 4>& shape,

@@ -54,9 +54,9 @@ status try_alibi_bias(const alibi_config& cfg, strided_view<T, 3> out, const pos
   POSENC_TRY(posenc::detail::check_view(fn, "out", out, true));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(out);
   const positions& pos = query_pos;
-  bool work = false;
-  POSENC_TRY(posenc::detail::check_alibi_scores(fn, "out", v, r[1] - r[0], pos, work));
-  if (!work) return {};
+  index_t max_q = -1;
+  POSENC_TRY(posenc::detail::check_alibi_scores(fn, "out", v, r[1] - r[0], pos, max_q, false));
+  if (max_q < 0) return {};
   return detail::alibi_launch(fn, v, posenc::detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, pos, false,
                               cfg.form == alibi_form::symmetric, mask == alibi_mask::causal, cfg.arithmetic, stream);
 }
@@ -74,9 +74,9 @@ status try_add_alibi_bias(const alibi_config& cfg, strided_view<T, R> scores, co
   POSENC_TRY(posenc::detail::check_alibi_mask(fn, mask));
   POSENC_TRY(posenc::detail::check_view(fn, "scores", scores, true));
   const strided_view<T, 4> v = posenc::detail::as_scores_view(scores);
-  bool work = false;
-  POSENC_TRY(posenc::detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos, work, false));
-  if (!work) return {};
+  index_t max_q = -1;
+  POSENC_TRY(posenc::detail::check_alibi_scores(fn, "scores", v, r[1] - r[0], query_pos, max_q, false));
+  if (max_q < 0) return {};
   return detail::alibi_launch(fn, v, posenc::detail::alibi_formula_slopes{cfg.num_heads, r[0], cfg.max_bias}, query_pos,
                               true, cfg.form == alibi_form::symmetric, mask == alibi_mask::causal, cfg.arithmetic,
                               stream);
@@ -111,9 +111,9 @@ status try_add_alibi_bias(strided_view<const S, RS> slopes, strided_view<T, R> s
     sv.stride[1] = slopes.stride(1);
   }
   if (posenc::detail::spans_overlap(slopes, v)) return detail::fail(fn, "slopes overlap the scores");
-  bool work = false;
-  POSENC_TRY(posenc::detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos, work, false));
-  if (!work) return {};
+  index_t max_q = -1;
+  POSENC_TRY(posenc::detail::check_alibi_scores(fn, "scores", v, v.extent(1), query_pos, max_q, false));
+  if (max_q < 0) return {};
   return detail::alibi_launch(fn, v, sv, query_pos, true, form == alibi_form::symmetric, mask == alibi_mask::causal,
                               arithmetic, stream);
 }
