@@ -264,9 +264,9 @@ TEST_P(Kernels, RopeRandomShapesEveryDtypeAndPath) {
   }
 }
 
-// One token (N = L = 1), every style, window, stride and path: in place from a table of the arithmetic type,
-// half-split, rope_rows rotates straight from the table row (rope_token_in_place), not through its per-token
-// driver; both against the formula.
+// One token (N = L = 1), every style, window, stride and path, against the formula. (In place from a table of
+// the arithmetic type, half-split, rope_rows rotates straight from the table rows at any token count
+// (rope_rows_in_place): RopeRandomShapesEveryDtypeAndPath's in-place cache cases take that way too.)
 TEST_P(Kernels, RopeOneTokenEveryDtypeAndPath) {
   std::mt19937_64 g(4321 + static_cast<unsigned>(GetParam()));
   for (int i = 0; i < 100; ++i) {
@@ -277,11 +277,12 @@ TEST_P(Kernels, RopeOneTokenEveryDtypeAndPath) {
   }
 }
 
-// Calls whose rows sit in L3 (over 4 MiB moved, at most 32 MiB: rope_narrow_bytes): the AVX-512 target runs
+// Calls whose rows are past L1 (over 128 KiB moved, at most 32 MiB: rope_narrow_bytes): the AVX-512 target runs
 // them on the AVX2 kernels (rope_rows). fp32 and double in place, from a table and from the plan, against the
-// formula, as every other size (Backward: apply_rope_backward, the angle negated).
+// formula, as every other size (Backward: apply_rope_backward, the angle negated); in L2 (16 and 8 tokens) and
+// in L3.
 template <class T, bool Cached, bool Backward = false>
-void rope_in_l3_case(index_t tokens) {
+void rope_past_l1_case(index_t tokens) {
   constexpr index_t H = 32, D = 128, P0 = 11;
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   posenc::rope_config cfg;
@@ -321,11 +322,14 @@ void rope_in_l3_case(index_t tokens) {
       }
 }
 
-TEST_P(Kernels, RopeRowsInL3AgainstFormula) {
-  rope_in_l3_case<float, true>(136);
-  rope_in_l3_case<float, false, true>(136);
-  rope_in_l3_case<double, true>(72);
-  rope_in_l3_case<double, true, true>(72);
+TEST_P(Kernels, RopeRowsPastL1AgainstFormula) {
+  rope_past_l1_case<float, true>(16);
+  rope_past_l1_case<float, false>(16);
+  rope_past_l1_case<double, true, true>(8);
+  rope_past_l1_case<float, true>(136);
+  rope_past_l1_case<float, false, true>(136);
+  rope_past_l1_case<double, true>(72);
+  rope_past_l1_case<double, true, true>(72);
 }
 
 // Mixed storage: float q/k rotated straight into a half, bfloat16 or double KV cache (one rounding), and back.

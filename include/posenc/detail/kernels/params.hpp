@@ -51,6 +51,8 @@ struct token_map {
     return k;
 #endif
   }
+  /// Whether token (n, l) lands in output row (n, l) (no cache slots or starts).
+  bool identity() const { return start == nullptr && slots == nullptr; }
   /// The output's (i0, i1) of token (n, l); false when the token is skipped.
   POSENC_ALWAYS_INLINE bool at(index_t n, index_t l, index_t& i0, index_t& i1) const {
     if (slots != nullptr) {
@@ -90,9 +92,10 @@ inline constexpr index_t rope_chunk = 128;
 /// Bytes of rotated rows above which a call is taken to stream from DRAM rather than from cache (rope_rows):
 /// the L3 of the CPUs measured (32 MiB on Zen 3).
 inline constexpr index_t rope_stream_bytes = index_t{32} << 20;
-/// Bytes above which rows of float or double in place sit in L3 rather than L2, up to rope_stream_bytes: there
-/// the AVX-512 target hands half-split rope_rows calls to the AVX2 kernels (rope-inl.hpp, POSENC_NARROW_NS).
-inline constexpr index_t rope_narrow_bytes = index_t{4} << 20;
+/// Bytes moved (read and written) above which rows of float or double in place no longer fit L1 (their 64 KiB
+/// past the largest L1d measured, 48 KiB on Emerald Rapids), up to rope_stream_bytes: there the AVX-512 target
+/// hands half-split rope_rows calls to the AVX2 kernels (rope-inl.hpp, POSENC_NARROW_NS).
+inline constexpr index_t rope_narrow_bytes = index_t{128} << 10;
 /// Bytes of float scores above which the AVX-512 target hands ALiBi's fp32 adds to the AVX2 kernels, up to
 /// rope_stream_bytes (alibi-inl.hpp): past the largest L1d measured (48 KiB on Emerald Rapids).
 inline constexpr index_t alibi_narrow_bytes = index_t{64} << 10;

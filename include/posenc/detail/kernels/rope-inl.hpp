@@ -639,6 +639,25 @@ POSENC_NOINLINE void rope_token_in_place(T* x, index_t hi, index_t si, index_t h
              static_cast<const A*>(nullptr), sign, true, 0, no_epilogue{});
 }
 
+/// rope_rows' short way: every token of in-place targets (no cache map), half-split, rotated straight from the
+/// rows of a table of the arithmetic type, target by target, with none of the per-token machinery (position
+/// reuse, chunks, maps, copies, prefetch). That machinery was ~200 instructions a token; at 16 tokens of
+/// [1, L, 32, 128] fp32 (AVX2) it cost 1% against the plain loop (0.986 -> 0.996, Emerald Rapids).
+template <class Pos, class A, class T, std::size_t K>
+void rope_rows_in_place(const table_src<A>& src, const Pos& pos, index_t offset, index_t pairs, A sign,
+                        const std::array<rope_io<T, T>, K>& io) {
+  for (const auto& t : io) {
+    T* const x = &t.out(0, 0, 0, offset);
+    const index_t s0 = t.out.stride(0), s1 = t.out.stride(1), hi = t.out.stride(2), si = t.out.stride(3);
+    const index_t n_batch = t.out.extent(0), n_len = t.out.extent(1), heads = t.out.extent(2);
+    for (index_t l = 0; l < n_len; ++l)
+      for (index_t n = 0; n < n_batch; ++n) {
+        const index_t row = pos.at(n, l) * src.row_stride;
+        rope_token_in_place(x + n * s0 + l * s1, hi, si, heads, pairs, src.cos + row, src.sin + row, sign);
+      }
+  }
+}
+
 /// Rotates every target: all share N and L (q and k of one batch), their positions and the window
 /// [offset, offset + 2*pairs) of the head; target k uses the source's variant[k] (xPos: 0 for queries, 1 for
 /// keys). `Pos::at(n, l)` yields what the source takes: one position, a signed delta or three positions.
@@ -649,29 +668,18 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   using A = rope_acc_t<Source, In, Out>;
   const index_t n_batch = io[0].in.extent(0);
   const index_t n_len = io[0].in.extent(1);
-  if constexpr (std::is_same_v<Source, table_src<A>> && std::is_same_v<In, Out>) {
-    // One token in place, half-split, from a table row of the arithmetic type (a decode step's q and k): the
-    // heads rotate straight from the table, without the per-token machinery below.
-    bool direct = n_batch == 1 && n_len == 1 && style == rope_style::half_split && src.pair_stride == 1;
-    for (const auto& t : io) direct = direct && t.in_place();
-    if (direct) {
-      const index_t row = pos.at(0, 0) * src.row_stride;
-      for (const auto& t : io)
-        rope_token_in_place(&t.out(0, 0, 0, offset), t.out.stride(2), t.out.stride(3), t.out.extent(2), pairs,
-                            src.cos + row, src.sin + row, static_cast<A>(sign));
-      return;
-    }
-  }
   index_t window = 0;  // elements of the rotated windows
   for (const auto& t : io) window += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs;
   const index_t moved = window * index_t{sizeof(In) + sizeof(Out)};  // bytes read and written
 #if defined(POSENC_NARROW_NS)
-  // Half-split rows of float or double (no conversion) that sit in L3 (past L2, below the streaming size) go to
-  // the 256-bit kernels: in isolation on Emerald Rapids, fp32 in place at 256 / 512 / 1024 tokens ([1, L, 32,
-  // 128]) ran 5% / 6% / 9% faster with AVX2 than with AVX-512, double at 256 5%, cache-free fp32 4%; in L1 and
-  // L2 and from DRAM (with the prefetch) the widths tie or 512-bit wins (by half at one token). Interleaved
-  // rows gained or lost a few percent by size (double at 65 tokens 15% slower), and 16-bit rows, bound by
-  // their conversions, run 7-50% faster with 512-bit everywhere: both keep it (bench/README.md, run 9).
+  // Half-split rows of float or double (no conversion) past L1 and below the streaming size go to the 256-bit
+  // kernels. On Emerald Rapids, [1, L, 32, 128] fp32 in place against the AVX2 plain loop: 16, 64 and 65 tokens
+  // (L2) 0.988-0.991 with AVX-512, 0.994-0.996 with AVX2 (this file's short way, both); in isolation at 256 /
+  // 512 / 1024 tokens (L3) AVX2 ran 5% / 6% / 9% faster, double at 256 5%, cache-free fp32 4%. In L1 (up to 3
+  // tokens: 1.34-1.49x the plain loop against 1.05-1.11x) and from DRAM (with the prefetch) 512-bit wins or ties.
+  // Interleaved rows gained or lost a few percent by size (double at 65 tokens 15% slower), and 16-bit rows,
+  // bound by their conversions, run 7-50% faster with 512-bit everywhere: both keep it (bench/README.md, runs 9
+  // and 14).
   if constexpr (std::is_same_v<In, Out> && sizeof(In) >= 4) {
     bool narrow = style == rope_style::half_split && moved > rope_narrow_bytes && !streams(moved);
     for (const auto& t : io) narrow = narrow && t.in_place();
@@ -679,6 +687,13 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
       return POSENC_NARROW_NS::rope_rows(POSENC_NARROW_NS::target{}, src, pos, style, offset, pairs, sign, io, variant);
   }
 #endif
+  if constexpr (std::is_same_v<Source, table_src<A>> && std::is_same_v<In, Out>) {
+    // In place, half-split, from a table row of the arithmetic type (a decode step's q and k; a prefill's rows
+    // in cache): straight from the table. Calls that stream from DRAM keep the driver for its prefetch.
+    bool direct = style == rope_style::half_split && src.pair_stride == 1 && !streams(moved);
+    for (const auto& t : io) direct = direct && t.in_place() && t.map.identity();
+    if (direct) return rope_rows_in_place(src, pos, offset, pairs, static_cast<A>(sign), io);
+  }
   source_rows<Source, A, std::decay_t<decltype(pos.at(0, 0))>> rows(src, style, pairs, static_cast<A>(sign));
   // Rows of double from DRAM go one head at a time (two streams, as the plain loop): with two heads sharing each
   // cos/sin load, [1, 4096, 32, 128] double in place measured 0.79 of the plain loop, one head 1.00; at 512 tokens
