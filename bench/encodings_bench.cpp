@@ -24,7 +24,9 @@ namespace plain = posenc_bench::plain;
 /// Each arithmetic against the plain loop that computes it: fp32 (float slope, float fma: the loop an engine
 /// writes, llama.cpp's arithmetic) against the float-lane loop, exact (double fma per score, one rounding)
 /// against the same loop in double lanes. ns_per_call of the two posenc rows is the price of exactness.
-template <bool Causal, bool Exact>
+/// Control: the plain loop in posenc's slot too, so that `vs_plain` reads what the rotation itself gives two
+/// identical loops (1.00 up to its noise; the floor a posenc row of the same shape is read against).
+template <bool Causal, bool Exact, bool Control = false>
 void BM_AlibiAdd(benchmark::State& state) {
   const index_t n = state.range(0), h = state.range(1), lq = state.range(2), lk = state.range(3);
   auto scores = posenc_bench::random_values(static_cast<std::size_t>(n * h * lq * lk));
@@ -39,19 +41,24 @@ void BM_AlibiAdd(benchmark::State& state) {
     slopes_d[static_cast<std::size_t>(i)] = posenc::alibi_slope(i, h);
     slopes[static_cast<std::size_t>(i)] = static_cast<float>(slopes_d[static_cast<std::size_t>(i)]);
   }
+  const auto plain_loop = [&] {
+    for (index_t b = 0; b < n; ++b) {
+      if constexpr (Exact) plain::alibi_add_exact(scores.data() + b * h * lq * lk, h, lq, lk, slopes_d.data(), lk - lq, Causal);
+      else plain::alibi_add(scores.data() + b * h * lq * lk, h, lq, lk, slopes.data(), lk - lq, Causal);
+    }
+    benchmark::DoNotOptimize(scores.data());
+  };
   posenc_bench::run_paired(
       state, scores.size() * sizeof(float),
       [&] {
-        posenc::add_alibi_bias(cfg, v, pos, Causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none);
-        benchmark::DoNotOptimize(scores.data());
-      },
-      [&] {
-        for (index_t b = 0; b < n; ++b) {
-          if constexpr (Exact) plain::alibi_add_exact(scores.data() + b * h * lq * lk, h, lq, lk, slopes_d.data(), lk - lq, Causal);
-          else plain::alibi_add(scores.data() + b * h * lq * lk, h, lq, lk, slopes.data(), lk - lq, Causal);
+        if constexpr (Control) {
+          plain_loop();
+        } else {
+          posenc::add_alibi_bias(cfg, v, pos, Causal ? posenc::alibi_mask::causal : posenc::alibi_mask::none);
+          benchmark::DoNotOptimize(scores.data());
         }
-        benchmark::DoNotOptimize(scores.data());
-      });
+      },
+      plain_loop);
 }
 
 /// xPos on queries; calls alternate upscale and downscale (posenc and the plain loop alike) so that the values
@@ -191,6 +198,9 @@ BENCHMARK(BM_AlibiAdd<false, true>)->Name("BM_AlibiAddExact" + S)->ArgNames({"N"
     ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
 BENCHMARK(BM_AlibiAdd<true, true>)->Name("BM_AlibiAddExactCausal" + S)->ArgNames({"N", "H", "Lq", "Lk"})
     ->Args({1, 32, 512, 4096})->Args({1, 32, 1, 4096})->UseManualTime();
+// The rotation's floor for the decode row: the plain loop against itself.
+BENCHMARK(BM_AlibiAdd<false, false, true>)->Name("BM_AlibiAddPlainControl" + S)->ArgNames({"N", "H", "Lq", "Lk"})
+    ->Args({1, 32, 1, 4096})->UseManualTime();
 BENCHMARK(BM_Xpos)->Name("BM_Xpos" + S)->ArgNames({"N", "L", "H", "D"})->Args({1, 4096, 32, 128})->UseManualTime();
 BENCHMARK(BM_SinusoidalAdd)->Name("BM_SinusoidalAdd" + S)->ArgNames({"N", "L", "D"})
     ->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();

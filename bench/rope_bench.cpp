@@ -63,7 +63,9 @@ auto plain_ptr(T* p) {
 /// In place on [N, L, H, D] of T, from the cache or the plan; Bound: from the cache, the view bound once
 /// (bind_apply_rope, outside the timing), each call checking its positions only. Plain512: against the AVX-512
 /// plain loop instead (fp32 half-split from the cache; rows *VsPlain512, registered on AVX-512 CPUs only).
-template <class T, posenc::rope_style Style, bool Cache, bool Bound = false, bool Plain512 = false>
+/// Control: the plain loop in posenc's slot too (rows *PlainControl): what the rotation gives two identical
+/// loops, the floor the posenc row of the same shape is read against.
+template <class T, posenc::rope_style Style, bool Cache, bool Bound = false, bool Plain512 = false, bool Control = false>
 void BM_Rope(benchmark::State& state) {
   const index_t n = state.range(0), l = state.range(1), h = state.range(2), d = state.range(3);
   const auto plan = bench_plan(Style, d);
@@ -74,29 +76,31 @@ void BM_Rope(benchmark::State& state) {
   posenc::strided_view<T, 4> v(x.data(), {n, l, h, d});
   namespace plain = posenc_bench::plain;
   const auto step = posenc::bind_apply_rope(cache, v);
+  const auto plain_loop = [&] {
+    for (index_t s = 0; s < n; ++s) {
+      auto* xs = plain_ptr(x.data() + s * l * h * d);
+      if constexpr (Plain512) {
+        plain::rope_half_split_avx512(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
+      } else if constexpr (Cache) {
+        if constexpr (Style == posenc::rope_style::half_split) plain::rope_half_split(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
+        else plain::rope_interleaved(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
+      } else {
+        if constexpr (Style == posenc::rope_style::half_split) plain::rope_half_split_freq(xs, l, h, d, h * d, w.data(), kP0);
+        else plain::rope_interleaved_freq(xs, l, h, d, h * d, w.data(), kP0);
+      }
+    }
+    benchmark::DoNotOptimize(x.data());
+  };
   posenc_bench::run_paired(
       state, x.size() * sizeof(T),
       [&] {
-        if constexpr (Bound) step.run(kPos);
+        if constexpr (Control) plain_loop();
+        else if constexpr (Bound) step.run(kPos);
         else if constexpr (Cache) posenc::apply_rope(cache, v, kPos);
         else posenc::apply_rope(plan, v, kPos);
         benchmark::DoNotOptimize(x.data());
       },
-      [&] {
-        for (index_t s = 0; s < n; ++s) {
-          auto* xs = plain_ptr(x.data() + s * l * h * d);
-          if constexpr (Plain512) {
-            plain::rope_half_split_avx512(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
-          } else if constexpr (Cache) {
-            if constexpr (Style == posenc::rope_style::half_split) plain::rope_half_split(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
-            else plain::rope_interleaved(xs, l, h, d, h * d, cache.cos_data(), cache.sin_data(), kP0);
-          } else {
-            if constexpr (Style == posenc::rope_style::half_split) plain::rope_half_split_freq(xs, l, h, d, h * d, w.data(), kP0);
-            else plain::rope_interleaved_freq(xs, l, h, d, h * d, w.data(), kP0);
-          }
-        }
-        benchmark::DoNotOptimize(x.data());
-      });
+      plain_loop);
 }
 
 /// Out of place from float into T (K rotated straight into a T KV cache): reads 4 bytes, writes sizeof(T).
@@ -435,6 +439,9 @@ using posenc::rope_style;
 const std::string S = posenc_bench::isa_suffix();
 // Both styles, every storage type, table and cache-free (fp32), over the token counts.
 BENCHMARK(BM_Rope<float, rope_style::half_split, true>)->Name("BM_RopeHalfSplitCache" + S)->Apply(rope_tokens);
+// The rotation's floor at 16 tokens (rows in L2): the plain loop against itself.
+BENCHMARK(BM_Rope<float, rope_style::half_split, true, false, false, true>)->Name("BM_RopeHalfSplitCachePlainControl" + S)
+    ->ArgNames({"N", "L", "H", "D"})->Args({1, 16, 32, 128})->UseManualTime();
 BENCHMARK(BM_Rope<float, rope_style::half_split, false>)->Name("BM_RopeHalfSplitPlan" + S)->Apply(rope_tokens);
 // The fp32 table row against the plain loop widened to AVX-512, where the CPU has it (bench/README.md, run 9).
 [[maybe_unused]] const bool kVsPlain512 =
