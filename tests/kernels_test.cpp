@@ -550,15 +550,19 @@ TEST_P(Kernels, ShiftAndRerotateAgainstFormula) {
 
 template <class T>
 void alibi_case(std::mt19937_64& g, int idx) {
-  const index_t N = static_cast<index_t>(1 + g() % 2), H = static_cast<index_t>(1 + g() % 5);
+  // Up to 5 heads, or more than one 64-head chunk of the kernel's slopes.
+  const index_t N = static_cast<index_t>(1 + g() % 2), H = static_cast<index_t>(g() % 8 == 0 ? 66 + g() % 6 : 1 + g() % 5);
   const index_t lq = static_cast<index_t>(1 + g() % 4), lk = static_cast<index_t>(g() % 70);
   const index_t sk = g() % 4 == 0 ? 2 : 1;
+  const bool heads_inner = g() % 3 == 0;  // [N, Lq, H, Lk] in memory: the kernel walks heads inside each query
   std::vector<T> buf(static_cast<std::size_t>(N * H * lq * (lk * sk + 3) + 1));
   std::uniform_real_distribution<double> u(-4.0, 4.0);
   for (auto& v : buf) v = from_d<T>(u(g));
   const auto buf0 = buf;
   const index_t si = lk * sk + 3;
-  posenc::strided_view<T, 4> s(buf.data(), {N, H, lq, lk}, {H * lq * si, lq * si, si, sk});
+  const std::array<index_t, 4> strides =
+      heads_inner ? std::array<index_t, 4>{H * lq * si, si, H * si, sk} : std::array<index_t, 4>{H * lq * si, lq * si, si, sk};
+  posenc::strided_view<T, 4> s(buf.data(), {N, H, lq, lk}, strides);
   pos_case pc(g, N, lq, 5000);
   posenc::alibi_config cfg;
   // Head counts up to 8 have power-of-two slopes (the kernels' float path), larger ones irrational slopes
@@ -571,8 +575,9 @@ void alibi_case(std::mt19937_64& g, int idx) {
   int bad = 0;
   for (std::size_t e = 0; e < buf.size(); ++e) {
     const index_t off = static_cast<index_t>(e);
-    const index_t n = off / (H * lq * si), rem = off % (H * lq * si), h = rem / (lq * si), r2 = rem % (lq * si);
-    const index_t i = r2 / si, c = r2 % si;
+    const index_t n = off / (H * lq * si), rem = off % (H * lq * si);
+    const index_t outer = heads_inner ? rem / (H * si) : rem / (lq * si), r2 = heads_inner ? rem % (H * si) : rem % (lq * si);
+    const index_t h = heads_inner ? r2 / si : outer, i = heads_inner ? outer : r2 / si, c = r2 % si;
     T want = buf0[e], want2 = buf0[e];
     if (n < N && c % sk == 0 && c / sk < lk) {
       const index_t j = c / sk, q = pc.pos.at(n, i);
@@ -587,7 +592,8 @@ void alibi_case(std::mt19937_64& g, int idx) {
       }
     }
     if (!same_bits(buf[e], want) && !same_bits(buf[e], want2) && bad++ < 3)
-      ADD_FAILURE() << "alibi case " << idx << " " << tname<T>() << " " << pc.name << " element " << e << ": got " << as_d(buf[e])
+      ADD_FAILURE() << "alibi case " << idx << " " << tname<T>() << " " << pc.name << (heads_inner ? " heads inner" : "") << " H=" << H
+                    << " element " << e << ": got " << as_d(buf[e])
                     << " want " << as_d(want);
   }
 }

@@ -41,16 +41,13 @@ inline simd::vec<float, simd::scalar> alibi_fma(simd::lanes<float, simd::scalar>
   return {static_cast<float>(s)};
 }
 
-template <bool Add, class D, class T>
-POSENC_ALWAYS_INLINE index_t alibi_body(D d, T* row, index_t j, index_t end, typename D::lane_type slope,
-                   typename D::lane_type first_distance) {
-  using A = typename D::lane_type;
+/// Keys [j, end) of one row, `end - j` a multiple of D's width: e = sl * dist (write) or fma(sl, dist, e)
+/// (Add), dist advanced by the width per vector. Distances j - q are exact values (|j - q| < 2^53 in double,
+/// < 2^24 in float).
+template <bool Add, class D, class T, class V>
+POSENC_ALWAYS_INLINE void alibi_body(D d, T* row, index_t j, index_t end, V sl, V dist, V step) {
   constexpr index_t W = vec_of<D>::width;
-  const auto sl = set1(d, slope);
-  const auto step = set1(d, static_cast<A>(W));
-  // Distances j - q as exact values (|j - q| < 2^53 in double, < 2^24 in float), advanced by W per step.
-  auto dist = add(set1(d, first_distance), load(d, alibi_iota_of(A{})));
-  for (; j + W <= end; j += W) {
+  for (; j < end; j += W) {
     if constexpr (Add) {
       store(alibi_fma(d, sl, dist, load(d, row + j)), row + j);
     } else {
@@ -58,7 +55,6 @@ POSENC_ALWAYS_INLINE index_t alibi_body(D d, T* row, index_t j, index_t end, typ
     }
     dist = add(dist, step);
   }
-  return j;
 }
 
 /// Whether slope * d is exact in float for every |d| <= max_distance, so that float arithmetic gives the bits
@@ -79,31 +75,44 @@ inline bool alibi_float_exact(double slope, index_t max_distance) {
   return static_cast<index_t>(m) * max_distance < (index_t{1} << 24);
 }
 
-/// Keys [begin, end) of one row in lanes of A: e = slope * d (write) or e = fma(slope, d, e) (Add), d = j -
+/// Keys [begin, end) of `count` rows `rs` elements apart (one query's rows in consecutive heads) in lanes of A,
+/// row k's slope s = slope[k] (-slope[k] when `negate`): e = s * d (write) or e = fma(s, d, e) (Add), d = j -
 /// query as an A, one rounding to A, then to T (Eigen::half and bfloat16 through float, as simd::store_as does
 /// everywhere). The add is one fused multiply-add, written as such: compilers fuse a product and a sum on their
 /// own where the ISA has FMA (GCC across statements, even from intrinsics), so an unfused form would round
 /// differently per compiler; the portable target's double lanes round the product first (at most 1 ulp of
 /// double apart), its float lanes fuse exactly (alibi_fma). `contiguous`: keys one element apart and every
-/// distance of the call exact in A, so the vectors advance the distances by their width; otherwise d is formed
-/// per key.
+/// distance of the call exact in A, so the vectors advance the distances by their width (the first vector of
+/// distances is the rows' common one, formed once); otherwise d is formed per key.
 template <bool Add, class A, class T>
-POSENC_ALWAYS_INLINE void alibi_span(T* row, index_t stride, index_t begin, index_t end, A slope, index_t query,
-                                     bool contiguous) {
+POSENC_ALWAYS_INLINE void alibi_span(T* row, index_t rs, index_t count, index_t stride, index_t begin, index_t end,
+                                     const A* slope, bool negate, index_t query, bool contiguous) {
   if (begin >= end) return;
   const simd::lanes<A, simd::tail<isa_tag>> d1;
   if (contiguous) {
     const simd::lanes<A, isa_tag> d;
-    const index_t j = alibi_body<Add>(d, row, begin, end, slope, static_cast<A>(begin - query));
-    if (j < end) alibi_body<Add>(d1, row, j, end, slope, static_cast<A>(j - query));
+    constexpr index_t W = simd::vec<A, isa_tag>::width;
+    const index_t vend = begin + (end - begin) / W * W;
+    const auto first = add(set1(d, static_cast<A>(begin - query)), load(d, alibi_iota_of(A{})));
+    const auto step = set1(d, static_cast<A>(W));
+    const auto first1 = set1(d1, static_cast<A>(vend - query));
+    const auto step1 = set1(d1, A{1});
+    for (index_t k = 0; k < count; ++k, row += rs) {
+      const A sk = negate ? -slope[k] : slope[k];
+      alibi_body<Add>(d, row, begin, vend, set1(d, sk), first, step);
+      if (vend < end) alibi_body<Add>(d1, row, vend, end, set1(d1, sk), first1, step1);
+    }
     return;
   }
-  for (index_t j = begin; j < end; ++j) {
-    const auto dist = set1(d1, static_cast<A>(j - query));
-    if constexpr (Add) {
-      store(alibi_fma(d1, set1(d1, slope), dist, load(d1, row + j * stride)), row + j * stride);
-    } else {
-      store(mul(set1(d1, slope), dist), row + j * stride);
+  for (index_t k = 0; k < count; ++k, row += rs) {
+    const auto sl = set1(d1, negate ? -slope[k] : slope[k]);
+    for (index_t j = begin; j < end; ++j) {
+      const auto dist = set1(d1, static_cast<A>(j - query));
+      if constexpr (Add) {
+        store(alibi_fma(d1, sl, dist, load(d1, row + j * stride)), row + j * stride);
+      } else {
+        store(mul(sl, dist), row + j * stride);
+      }
     }
   }
 }
@@ -129,24 +138,48 @@ struct alibi_rows_shape {
   index_t lq, sq, lk, sk;
 };
 
-/// The Lq rows of one head, slope in lanes of A. Each row splits at its query q: keys j <= q take the same bias
-/// in both forms, keys after it are masked (causal), mirrored (symmetric: -slope * |d|) or continued (linear),
-/// so the inner loops carry no mask test.
+/// One query's rows in `count` consecutive heads (`rs` apart), head k's slope slope[k] in lanes of A. The rows
+/// split at the query q: keys j <= q take the same bias in both forms, keys after it are masked (causal),
+/// mirrored (symmetric: -slope * |d|) or continued (linear), so the inner loops carry no mask test.
 template <bool Add, class A, class T>
-POSENC_ALWAYS_INLINE void alibi_head(T* head, alibi_rows_shape g, index_t n, A slope, const positions& pos,
-                                     bool symmetric, bool causal, bool contiguous) {
-  const A after = symmetric ? -slope : slope;
-  T* row = head;
-  for (index_t i = 0; i < g.lq; ++i, row += g.sq) {
-    const index_t q = pos.at(n, i);
-    const index_t split = q < g.lk ? q + 1 : g.lk;
-    alibi_span<Add>(row, g.sk, 0, split, slope, q, contiguous);
-    if (split == g.lk) continue;  // every key at or before the query (a decode row)
-    if (causal) {
-      alibi_mask_span(row, g.sk, split, g.lk);
-    } else {
-      alibi_span<Add>(row, g.sk, split, g.lk, after, q, contiguous);
+POSENC_ALWAYS_INLINE void alibi_query_rows(T* row, index_t rs, index_t count, alibi_rows_shape g, const A* slope,
+                                           index_t q, bool symmetric, bool causal, bool contiguous) {
+  const index_t split = q < g.lk ? q + 1 : g.lk;
+  alibi_span<Add>(row, rs, count, g.sk, 0, split, slope, false, q, contiguous);
+  if (split == g.lk) return;  // every key at or before the query (a decode row)
+  if (causal) {
+    for (index_t k = 0; k < count; ++k, row += rs) alibi_mask_span(row, g.sk, split, g.lk);
+  } else {
+    alibi_span<Add>(row, rs, count, g.sk, split, g.lk, slope, symmetric, q, contiguous);
+  }
+}
+
+/// The slopes of a chunk of up to 64 heads and the lanes each takes: float where the arithmetic is fp32 or
+/// float gives the exact form's bits (alibi_float_exact), else the slope's own type (`all_f`: every head float).
+struct alibi_chunk_lanes {
+  static constexpr index_t chunk = 64;
+  double slope[chunk];
+  float slope_f[chunk];
+  bool lanes_f[chunk];
+  bool all_f;
+  bool contiguous, contiguous_f;  // alibi_span's `contiguous` for double and float lanes
+};
+
+/// One query's rows in the chunk's heads [k, k + heads), `rs` apart, each head in its lanes.
+template <bool Add, class T>
+POSENC_ALWAYS_INLINE void alibi_query_heads(T* row, index_t rs, index_t k, index_t heads, alibi_rows_shape g,
+                                            const alibi_chunk_lanes& c, index_t q, bool symmetric, bool causal) {
+  if constexpr (!std::is_same_v<T, double>) {
+    if (c.all_f) return alibi_query_rows<Add>(row, rs, heads, g, c.slope_f + k, q, symmetric, causal, c.contiguous_f);
+    for (const index_t e = k + heads; k < e; ++k, row += rs) {
+      if (c.lanes_f[k]) {
+        alibi_query_rows<Add>(row, rs, 1, g, c.slope_f + k, q, symmetric, causal, c.contiguous_f);
+      } else {
+        alibi_query_rows<Add>(row, rs, 1, g, c.slope + k, q, symmetric, causal, c.contiguous);
+      }
     }
+  } else {
+    alibi_query_rows<Add>(row, rs, heads, g, c.slope + k, q, symmetric, causal, c.contiguous);
   }
 }
 
@@ -175,30 +208,43 @@ void alibi_rows(target, std::bool_constant<Add>, const strided_view<T, 4>& out, 
   }
 #endif
   const index_t far = std::max(lk - 1, max_query);  // |j - q| <= far for every row of the call
-  const bool contiguous = out.stride(3) == 1;
-  const bool contiguous_f = contiguous && far < (index_t{1} << 24);  // float distances exact below 2^24
   const alibi_rows_shape g{out.extent(2), out.stride(2), lk, out.stride(3)};
   const index_t nb = out.extent(0), nh = out.extent(1), s0 = out.stride(0), s1 = out.stride(1);
+  alibi_chunk_lanes c;  // NOLINT(cppcoreguidelines-pro-type-member-init): filled per chunk before it is read
+  c.contiguous = out.stride(3) == 1;
+  c.contiguous_f = c.contiguous && far < (index_t{1} << 24);  // float distances exact below 2^24
   // The slopes of up to 64 heads at a time, once per call where they do not depend on the batch row: the
   // formula's fill shares one exp2 among the heads whose exponents share a fractional part.
-  constexpr index_t chunk = 64;
-  double slope_of[chunk];
+  constexpr index_t chunk = alibi_chunk_lanes::chunk;
   const bool once = slopes.batch_invariant() && nh <= chunk;
-  if (once) slopes.fill(0, 0, nh, slope_of);
   for (index_t n = 0; n < nb; ++n) {
     for (index_t h0 = 0; h0 < nh; h0 += chunk) {
       const index_t count = std::min(chunk, nh - h0);
-      if (!once) slopes.fill(n, h0, count, slope_of);
-      T* head = out.data() + n * s0 + h0 * s1;
-      for (index_t k = 0; k < count; ++k, head += s1) {
-        const double slope = slope_of[k];
+      if (!once || n == 0) {
+        slopes.fill(n, h0, count, c.slope);
         if constexpr (!std::is_same_v<T, double>) {
-          if (fp32 || alibi_float_exact(slope, far)) {
-            alibi_head<Add>(head, g, n, static_cast<float>(slope), pos, symmetric, causal, contiguous_f);
-            continue;
+          for (index_t k = 0; k < count; ++k) c.slope_f[k] = static_cast<float>(c.slope[k]);
+          c.all_f = fp32;
+          if (!fp32) {
+            c.all_f = true;
+            for (index_t k = 0; k < count; ++k) {
+              c.lanes_f[k] = alibi_float_exact(c.slope[k], far);
+              c.all_f = c.all_f && c.lanes_f[k];
+            }
           }
         }
-        alibi_head<Add>(head, g, n, slope, pos, symmetric, causal, contiguous);
+      }
+      T* first = out.data() + n * s0 + h0 * s1;
+      if (g.lq == 1 || s1 <= g.sq) {
+        // Heads inner where that is the memory order (one query: a decode call): the query's position, split
+        // and first distances are formed once for all the heads; per head they were most of a decode call's
+        // work outside the vectors.
+        for (index_t i = 0; i < g.lq; ++i)
+          alibi_query_heads<Add>(first + i * g.sq, s1, 0, count, g, c, pos.at(n, i), symmetric, causal);
+      } else {
+        for (index_t k = 0; k < count; ++k)
+          for (index_t i = 0; i < g.lq; ++i)
+            alibi_query_heads<Add>(first + k * s1 + i * g.sq, s1, k, 1, g, c, pos.at(n, i), symmetric, causal);
       }
     }
   }
