@@ -355,36 +355,63 @@ struct polar_stepper {  // NOLINT(cppcoreguidelines-pro-type-member-init)
   bool valid = false;      ///< c, s hold position `last`
   bool have_step = false;  ///< cw, sw hold cos, sin of w
 
-  void rotate(const double* w, double w_max, index_t m) {
+  /// What advance(p) does to every pair: the sincos of `anchor` first if `fill`, then `rotations` rotations.
+  /// plan() decides it once per position; apply() runs it over a range of pairs, so that a caller can consume
+  /// each range before forming the next (the sinusoid adds x's lines as they stream in). A pair's bits depend
+  /// on the plan alone, not on the ranges.
+  struct move {
+    index_t anchor = 0;
+    index_t rotations = 0;
+    bool fill = false;
+  };
+
+  move plan(index_t p) {
+    const index_t r = (p % polar_anchor_period + polar_anchor_period) % polar_anchor_period;
+    move mv;
+    if (valid && r != 0 && p == last + 1) {
+      mv.rotations = 1;
+    } else {
+      mv.anchor = p - r;
+      mv.rotations = r;
+      mv.fill = true;
+    }
+    last = p;
+    valid = true;
+    return mv;
+  }
+
+  /// Pairs [b, e) of m by `mv`.
+  void apply(const move& mv, const double* w, double w_max, index_t b, index_t e, index_t m) {
+    if (mv.fill) fill(w, w_max, mv.anchor, b, e);
+    for (index_t k = 0; k < mv.rotations; ++k) rotate(w, w_max, b, e, m);
+  }
+
+  void advance(const double* w, double w_max, index_t p, index_t m) { apply(plan(p), w, w_max, 0, m, m); }
+
+  /// c, s = cos, sin of p * w_i by sincos for pairs [b, e) (no stepping; the double paths call this for every
+  /// position).
+  void exact(const double* w, double w_max, index_t p, index_t b, index_t e) {
+    fill(w, w_max, p, b, e);
+    valid = false;
+  }
+
+ private:
+  void fill(const double* w, double w_max, index_t p, index_t b, index_t e) {
+    const double pd = static_cast<double>(p);
+    polar_fill(
+        b, e, std::fabs(pd) * w_max, [&](auto d, index_t i) { return mul(set1(d, pd), load(d, w + i)); },
+        [&](auto d, index_t) { return set1(d, 1.0); }, c + b, s + b);
+  }
+
+  void rotate(const double* w, double w_max, index_t b, index_t e, index_t m) {
     if (!have_step) {
       polar_fill(
           0, m, w_max, [&](auto d, index_t i) { return load(d, w + i); }, [&](auto d, index_t) { return set1(d, 1.0); },
           cw, sw);
       have_step = true;
     }
-    const index_t i = rotate_body(simd::lanes<double, isa_tag>{}, 0, m, cw, sw, c, s);
-    rotate_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, m, cw, sw, c, s);
-  }
-
-  /// c, s = cos, sin of p * w_i by sincos (no stepping; the double paths call this for every position).
-  void exact(const double* w, double w_max, index_t p, index_t m) {
-    const double pd = static_cast<double>(p);
-    polar_fill(
-        0, m, std::fabs(pd) * w_max, [&](auto d, index_t i) { return mul(set1(d, pd), load(d, w + i)); },
-        [&](auto d, index_t) { return set1(d, 1.0); }, c, s);
-    valid = false;
-  }
-
-  void advance(const double* w, double w_max, index_t p, index_t m) {
-    const index_t r = (p % polar_anchor_period + polar_anchor_period) % polar_anchor_period;
-    if (valid && r != 0 && p == last + 1) {
-      rotate(w, w_max, m);
-    } else {
-      exact(w, w_max, p - r, m);
-      for (index_t k = 0; k < r; ++k) rotate(w, w_max, m);
-    }
-    last = p;
-    valid = true;
+    const index_t i = rotate_body(simd::lanes<double, isa_tag>{}, b, e, cw, sw, c, s);
+    rotate_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, e, cw, sw, c, s);
   }
 };
 
