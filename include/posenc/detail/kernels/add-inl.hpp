@@ -40,18 +40,6 @@ void add_double_row(const T* in, index_t si, T* out, index_t so, index_t n, cons
   for (; k < n; ++k) store(add(load(d1, in + k * si), load(d1, v + k)), out + k * so);
 }
 
-template <class D>
-index_t zip_body(D d, index_t i, index_t m, const double* s, const double* c, double* v) {
-  constexpr index_t W = vec_of<D>::width;
-  for (; i + W <= m; i += W) {
-    const auto a = load(d, s + i);
-    const auto b = load(d, c + i);
-    store(zip_lo(a, b), v + 2 * i);
-    store(zip_hi(a, b), v + 2 * i + W);
-  }
-  return i;
-}
-
 /// Pairs [i, m) of an interleaved row: out[2k] = in[2k] + s[k], out[2k + 1] = in[2k + 1] + c[k], s and c zipped
 /// in registers (no row of values stored and read back), or s[k], c[k] when `in` is null. Contiguous rows in
 /// vectors; one-lane vectors take any strides.
@@ -158,10 +146,7 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
               add_zip_row(x ? x + k * is : nullptr, is, y + k * os, os, j - i, s + i, c + i);
               continue;
             }
-            if (form) {
-              const index_t z = zip_body(simd::lanes<double, isa_tag>{}, i, j, s, c, v);
-              zip_body(simd::lanes<double, simd::tail<isa_tag>>{}, z, j, s, c, v);
-            }
+            if (form) add_zip_row(static_cast<const double*>(nullptr), 1, v + 2 * i, 1, j - i, s + i, c + i);
             const double* vs = (zero ? sinusoid_zeros : v) + 2 * i;
             add_double_row(x ? x + k * is : nullptr, is, y + k * os, os, 2 * (j - i), vs);
           } else {  // concat: [s_0 .. s_{D/2-1}] then [c_0 .. c_{D/2-1}]
