@@ -39,15 +39,24 @@ void run_grid(const Params& p, index_t blocks, index_t threads) {
 
 class GpuRopeBody : public ::testing::TestWithParam<golden_ref> {};
 
-/// A cos/sin table as posenc::cuda::rope_table builds it: float rows filled by the table body, 32 threads wide.
+/// A cos/sin table as posenc::cuda::rope_table builds it: float rows filled by the table body, 32 threads wide,
+/// max_position + 1 rows; past kWholeTableRows only the rows at the case's positions are formed (each row
+/// depends on its position alone; rope_long.txt reaches 1,048,576 and reads 8 rows).
 struct host_table {
   index_t rows, pairs;
-  std::vector<float> cos, sin;
-  host_table(const posenc::rope_plan& plan, index_t n_rows)
-      : rows(n_rows), pairs(plan.pairs()), cos(static_cast<std::size_t>(n_rows * plan.pairs())), sin(cos.size()) {
-    for (index_t r = 0; r < rows; ++r)
+  lazy_table<float> cos, sin;
+  host_table(const posenc::rope_plan& plan, const golden_case& c)
+      : rows(max_position(c) + 1), pairs(plan.pairs()), cos(static_cast<std::size_t>(rows * pairs)),
+        sin(static_cast<std::size_t>(rows * pairs)) {
+    auto form = [&](index_t r) {
       for (index_t th = 0; th < 32; ++th)
         gpu::table_block(plan.inv_freq().data(), plan.magnitude(), pairs, cos.data(), sin.data(), r, th, 32);
+    };
+    if (rows <= kWholeTableRows) {
+      for (index_t r = 0; r < rows; ++r) form(r);
+    } else {
+      for (const std::int64_t p : c.array("positions").ivalues) form(p);
+    }
   }
 };
 
@@ -92,7 +101,7 @@ TEST_P(GpuRopeBody, MatchesGolden) {
   const auto cases = load_golden(GetParam().file);
   const golden_case& c = find_case(cases, GetParam().name);
   const posenc::rope_plan plan = posenc::make_rope_plan(rope_config_of(c), c.integer("seq_len"));
-  const host_table table(plan, max_position(c) + 1);
+  const host_table table(plan, c);
   // 7 threads: never a divisor of the work, so every block has a ragged last round; 128 as the launcher.
   for (index_t threads : {index_t{7}, index_t{128}})
     for (const host_table* t : {static_cast<const host_table*>(nullptr), &table})

@@ -87,7 +87,7 @@ class rope_cache {
       const detail::angle_src src{plan_.inv_freq().data(), plan_.magnitude(), detail::max_abs(plan_.inv_freq())};
       C* c = cos_.data();
       C* s = sin_.data();
-      detail::run_rope_cache_fill(src, max_positions, pairs, c, s);
+      detail::run_rope_cache_fill(src, 0, max_positions, pairs, c, s);
       return {};
     });
   }

@@ -144,9 +144,10 @@ const T& canonical(const T& x) {
     (src, pos, style, offset, pairs, q, k, v), POSENC_INST_APPEND_ROWS)                                            \
   /* Copies (and converts) the tokens of t into their output rows (V of a KV-cache append). */                     \
   X(copy_tokens, (class In, class Out), (In, Out), (const rope_io<In, Out>& t), (t), POSENC_INST_EACH_PAIR)        \
-  /* Rows 0 .. positions-1 of a rope_cache. */                                                                     \
-  X(rope_cache_fill, (class C), (C), (const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin),      \
-    (src, positions, pairs, cos, sin), POSENC_INST_EACH_TABLE)                                                      \
+  /* Rows first .. last-1 of a rope_cache (row p at cos + p * pairs). */                                          \
+  X(rope_cache_fill, (class C), (C),                                                                                \
+    (const angle_src& src, index_t first, index_t last, index_t pairs, C* cos, C* sin),                            \
+    (src, first, last, pairs, cos, sin), POSENC_INST_EACH_TABLE)                                                    \
   /* Every token of `first` rotated by src (K; null: only widened, V) and of `second` (V, when present) */      \
   /* widened, each quantised into its 8-bit code rows through map, one pass per token (quant-inl.hpp). */          \
   X(rope_quant_rows, (class Source, class In), (Source, In),                                                        \

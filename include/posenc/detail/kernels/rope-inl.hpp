@@ -933,10 +933,11 @@ void copy_tokens(target, const rope_io<In, Out>& t) {
     }
 }
 
-/// The rows of a rope_cache: row p holds magnitude * (cos, sin)(p * w_i), i < pairs.
+/// Rows [first, last) of a rope_cache: row p, at cos + p * pairs, holds magnitude * (cos, sin)(p * w_i), i < pairs.
+/// Each row depends on p alone, so a range of rows is formed as the whole table forms them.
 template <class C>
-void rope_cache_fill(target, const angle_src& src, index_t positions, index_t pairs, C* cos, C* sin) {
-  for (index_t p = 0; p < positions; ++p) {
+void rope_cache_fill(target, const angle_src& src, index_t first, index_t last, index_t pairs, C* cos, C* sin) {
+  for (index_t p = first; p < last; ++p) {
     const double pd = static_cast<double>(p);
     polar_fill(
         0, pairs, pd * src.w_max, [&](auto d, index_t i) { return mul(set1(d, pd), load(d, src.w + i)); },
