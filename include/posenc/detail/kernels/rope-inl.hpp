@@ -304,18 +304,32 @@ void polar_fill(index_t b, index_t e, double bound, const Theta& theta, const Sc
   polar_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, b, e, theta, scale, cos, sin);
 }
 
-template <class D>
-index_t rotate_body(D d, index_t i, index_t m, const double* cw, const double* sw, double* c, double* s) {
+/// One rotation of pairs [i, m): (c, s) = (cos t, sin t) turned by (cw, sw) = (cos w, sin w) in place, each value
+/// one FMA over one rounded product. Each rotated vector of pairs k .. k + W - 1 is also handed to use(d, k, s, c)
+/// as it is formed, so that a caller consuming the values (the sinusoid adds them to its rows) does so in the same
+/// pass instead of loading them back; the values' bits do not depend on it.
+template <class D, class Use>
+POSENC_ALWAYS_INLINE index_t rotate_body(D d, index_t i, index_t m, const double* cw, const double* sw, double* c, double* s, Use&& use) {
   constexpr index_t W = vec_of<D>::width;
   for (; i + W <= m; i += W) {
     const auto cv = load(d, c + i);
     const auto sv = load(d, s + i);
     const auto a = load(d, cw + i);
     const auto b = load(d, sw + i);
-    store(fnma(sv, b, mul(cv, a)), c + i);  // cos(t + w) = cos t cos w - sin t sin w
-    store(fma(cv, b, mul(sv, a)), s + i);   // sin(t + w) = sin t cos w + cos t sin w
+    const auto c1 = fnma(sv, b, mul(cv, a));  // cos(t + w) = cos t cos w - sin t sin w
+    const auto s1 = fma(cv, b, mul(sv, a));   // sin(t + w) = sin t cos w + cos t sin w
+    store(c1, c + i);
+    store(s1, s + i);
+    use(d, i, s1, c1);
   }
   return i;
+}
+
+/// rotate_body over pairs [b, e).
+template <class Use>
+POSENC_ALWAYS_INLINE void rotate_row(index_t b, index_t e, const double* cw, const double* sw, double* c, double* s, Use&& use) {
+  const index_t i = rotate_body(simd::lanes<double, isa_tag>{}, b, e, cw, sw, c, s, use);
+  rotate_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, e, cw, sw, c, s, use);
 }
 
 template <class D, class C>
@@ -383,10 +397,23 @@ struct polar_stepper {  // NOLINT(cppcoreguidelines-pro-type-member-init)
   /// Pairs [b, e) of m by `mv`.
   void apply(const move& mv, const double* w, double w_max, index_t b, index_t e, index_t m) {
     if (mv.fill) fill(w, w_max, mv.anchor, b, e);
-    for (index_t k = 0; k < mv.rotations; ++k) rotate(w, w_max, b, e, m);
+    for (index_t k = 0; k < mv.rotations; ++k) rotate_once(w, w_max, b, e, m, [](auto, index_t, auto, auto) {});
   }
 
   void advance(const double* w, double w_max, index_t p, index_t m) { apply(plan(p), w, w_max, 0, m, m); }
+
+  /// apply() of a one-rotation move (rotations 1, no fill: 15 positions in 16 of a walk) over pairs [b, e) of
+  /// m, each rotated vector also handed to use(d, k, s, c) as it is formed (rotate_body).
+  template <class Use>
+  void rotate_once(const double* w, double w_max, index_t b, index_t e, index_t m, Use&& use) {
+    if (!have_step) {
+      polar_fill(
+          0, m, w_max, [&](auto d, index_t i) { return load(d, w + i); }, [&](auto d, index_t) { return set1(d, 1.0); },
+          cw, sw);
+      have_step = true;
+    }
+    rotate_row(b, e, cw, sw, c, s, use);
+  }
 
   /// c, s = cos, sin of p * w_i by sincos for pairs [b, e) (no stepping; the double paths call this for every
   /// position).
@@ -401,17 +428,6 @@ struct polar_stepper {  // NOLINT(cppcoreguidelines-pro-type-member-init)
     polar_fill(
         b, e, std::fabs(pd) * w_max, [&](auto d, index_t i) { return mul(set1(d, pd), load(d, w + i)); },
         [&](auto d, index_t) { return set1(d, 1.0); }, c + b, s + b);
-  }
-
-  void rotate(const double* w, double w_max, index_t b, index_t e, index_t m) {
-    if (!have_step) {
-      polar_fill(
-          0, m, w_max, [&](auto d, index_t i) { return load(d, w + i); }, [&](auto d, index_t) { return set1(d, 1.0); },
-          cw, sw);
-      have_step = true;
-    }
-    const index_t i = rotate_body(simd::lanes<double, isa_tag>{}, b, e, cw, sw, c, s);
-    rotate_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, e, cw, sw, c, s);
   }
 };
 
