@@ -152,7 +152,7 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
         const double* c = zero ? sinusoid_zeros : stepper.c;
         // One rotation from the previous position (15 positions in 16 of a walk): each span rotated and used in
         // the same pass (polar_stepper::rotate_once), added to a contiguous row or zipped into the kept v, instead
-        // of stored and loaded back (AVX2: 29 -> 21 instructions per 4 pairs of an interleaved row).
+        // of stored and loaded back (AVX2, [1, 256, 1024]: 13% fewer instructions; bench/README.md).
         bool fuse = false;
         if constexpr (!std::is_same_v<T, double>)
           fuse = form && !mv.fill && mv.rotations == 1 && (keep ? !sp.concat : (!has_in || is == 1) && os == 1);
