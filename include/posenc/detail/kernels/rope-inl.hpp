@@ -309,7 +309,8 @@ void polar_fill(index_t b, index_t e, double bound, const Theta& theta, const Sc
 /// as it is formed, so that a caller consuming the values (the sinusoid adds them to its rows) does so in the same
 /// pass instead of loading them back; the values' bits do not depend on it.
 template <class D, class Use>
-POSENC_ALWAYS_INLINE index_t rotate_body(D d, index_t i, index_t m, const double* cw, const double* sw, double* c, double* s, Use&& use) {
+POSENC_ALWAYS_INLINE index_t rotate_body(D d, index_t i, index_t m, const double* cw, const double* sw, double* c,
+                                         double* s, Use&& use) {
   constexpr index_t W = vec_of<D>::width;
   for (; i + W <= m; i += W) {
     const auto cv = load(d, c + i);
@@ -327,7 +328,8 @@ POSENC_ALWAYS_INLINE index_t rotate_body(D d, index_t i, index_t m, const double
 
 /// rotate_body over pairs [b, e).
 template <class Use>
-POSENC_ALWAYS_INLINE void rotate_row(index_t b, index_t e, const double* cw, const double* sw, double* c, double* s, Use&& use) {
+POSENC_ALWAYS_INLINE void rotate_row(index_t b, index_t e, const double* cw, const double* sw, double* c, double* s,
+                                     Use&& use) {
   const index_t i = rotate_body(simd::lanes<double, isa_tag>{}, b, e, cw, sw, c, s, use);
   rotate_body(simd::lanes<double, simd::tail<isa_tag>>{}, i, e, cw, sw, c, s, use);
 }
