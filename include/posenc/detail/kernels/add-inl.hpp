@@ -40,36 +40,42 @@ void add_double_row(const T* in, index_t si, T* out, index_t so, index_t n, cons
   for (; k < n; ++k) store(add(load(d1, in + k * si), load(d1, v + k)), out + k * so);
 }
 
-/// f(x), called apart for a null x (a table: no input), so that each call's code knows whether x is null and
-/// the vector loop inside f carries no test of it.
-template <class T, class F>
-POSENC_ALWAYS_INLINE void on_input(const T* x, F&& f) {
-  if (x != nullptr) {
-    f(x);
+/// The input of a row that has none (a table): its offsets stay none, and the helpers below store the encoding
+/// alone. A fused loop is compiled once for a row pointer and once for this, neither testing for null inside.
+struct no_input {
+  friend constexpr no_input operator+(no_input, index_t) { return {}; }
+};
+
+/// out = in + v over one vector (contiguous), or out = v for no_input.
+template <class D, class V, class In, class T>
+POSENC_ALWAYS_INLINE void add_vec(D d, V v, In in, T* out) {
+  if constexpr (std::is_same_v<In, no_input>) {
+    store(v, out);
   } else {
-    f(static_cast<const T*>(nullptr));
+    store(add(load(d, in), v), out);
   }
 }
 
-/// out = in + v over one vector (contiguous), or out = v when `in` is null.
-template <class D, class V, class T>
-POSENC_ALWAYS_INLINE void add_vec(D d, V v, const T* in, T* out) {
-  store(in != nullptr ? add(load(d, in), v) : v, out);
-}
-
 /// The 2W values of W interleaved pairs from their sin and cos vectors: out[2k] = in[2k] + s[k], out[2k + 1] =
-/// in[2k + 1] + c[k] (k < W, element strides si and so), or s[k], c[k] when `in` is null.
-template <class D, class V, class T>
-POSENC_ALWAYS_INLINE void add_zip_vec(D d, V s, V c, const T* in, index_t si, T* out, index_t so) {
+/// in[2k + 1] + c[k] (k < W, element strides si and so), or s[k], c[k] for no_input. A pointer `in` is never
+/// null: the test is the caller's, outside its loop (GCC at -O2 does not unswitch loops).
+template <class D, class V, class In, class T>
+POSENC_ALWAYS_INLINE void add_zip_vec(D d, V s, V c, In in, index_t si, T* out, index_t so) {
   constexpr index_t W = vec_of<D>::width;
   auto lo = zip_lo(s, c);
   auto hi = zip_hi(s, c);
-  if (in != nullptr) {
+  if constexpr (!std::is_same_v<In, no_input>) {
     lo = add(load(d, in), lo);
     hi = add(load(d, in + W * si), hi);
   }
   store(lo, out);
   store(hi, out + W * so);
+}
+
+/// f(i, j) for each span [i, j) of pairs [0, m).
+template <class F>
+POSENC_ALWAYS_INLINE void each_span(index_t m, F&& f) {
+  for (index_t i = 0; i < m; i += sinusoid_span) f(i, i + sinusoid_span < m ? i + sinusoid_span : m);
 }
 
 /// Pairs [i, m) of an interleaved row: out[2k] = in[2k] + s[k], out[2k + 1] = in[2k + 1] + c[k], s and c zipped
@@ -79,8 +85,12 @@ template <class D, class T>
 index_t add_zip_body(D d, const T* in, index_t si, T* out, index_t so, index_t i, index_t m, const double* s,
                      const double* c) {
   constexpr index_t W = vec_of<D>::width;
-  for (; i + W <= m; i += W)
-    add_zip_vec(d, load(d, s + i), load(d, c + i), in ? in + 2 * i * si : in, si, out + 2 * i * so, so);
+  if (in == nullptr) {
+    for (; i + W <= m; i += W) add_zip_vec(d, load(d, s + i), load(d, c + i), no_input{}, si, out + 2 * i * so, so);
+  } else {
+    for (; i + W <= m; i += W)
+      add_zip_vec(d, load(d, s + i), load(d, c + i), in + 2 * i * si, si, out + 2 * i * so, so);
+  }
   return i;
 }
 
@@ -151,16 +161,72 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
         const double* s = zero ? sinusoid_zeros : stepper.s;
         const double* c = zero ? sinusoid_zeros : stepper.c;
         // One rotation from the previous position (15 positions in 16 of a walk): each span rotated and used in
-        // the same pass (polar_stepper::rotate_once), added to a contiguous row or zipped into the kept v, instead
-        // of stored and loaded back (AVX2, [1, 256, 1024]: 13% fewer instructions; bench/README.md).
+        // the same pass (polar_stepper::rotate_once), added to a contiguous row (or written: a table) or zipped
+        // into the kept v, instead of stored and loaded back (AVX2, [1, 256, 1024]: 13% fewer instructions;
+        // bench/README.md).
         bool fuse = false;
         if constexpr (!std::is_same_v<T, double>)
           fuse = form && !mv.fill && mv.rotations == 1 && (keep ? !sp.concat : (!has_in || is == 1) && os == 1);
         // A span of pairs at a time, formed (if new) and added: formed whole and then added, the row's sincos
-        // and rotations ran while memory sat idle.
+        // and rotations ran while memory sat idle. The fused rows run their own loop over the spans, compiled
+        // apart for an input row and for a table (no_input): in one loop with the other cases, clang 14 kept ~20
+        // pointers live across it and spilled them (145 instructions per span), and GCC 12 at -O2 left the loop
+        // out of line, testing the input for null and reloading the rows' pointers at every vector (AVX2
+        // instructions of [1, 256, 1024]: bench/README.md).
+        if (fuse && keep) {  // interleaved: zipped into v as formed, then added to the token's row
+          double* const vp = v;
+          each_span(m, [&](index_t i, index_t j) {
+            stepper.rotate_once(w, w_max, i, j, m, [vp](auto d, index_t q, auto sv, auto cv) {
+              add_zip_vec(d, sv, cv, no_input{}, 1, vp + 2 * q, 1);
+            });
+            const index_t k = 2 * (b + i);
+            add_double_row(x ? x + k * is : nullptr, is, y + k * os, os, 2 * (j - i), vp + 2 * i);
+          });
+          continue;
+        }
+        if (fuse) {
+          const auto fused_row = [&](auto xr) {  // the input row x, or no_input
+            constexpr bool input = !std::is_same_v<decltype(xr), no_input>;
+            if (!sp.concat) {
+              const auto xb = xr + 2 * b;
+              T* const yb = y + 2 * b;
+              each_span(m, [&](index_t i, index_t j) {
+                if constexpr (input) {
+                  if (ahead != 0) prefetch_row(xb + 2 * i, 2 * (j - i), ahead);
+                }
+                stepper.rotate_once(w, w_max, i, j, m, [xb, yb](auto d, index_t q, auto sv, auto cv) {
+                  add_zip_vec(d, sv, cv, xb + 2 * q, 1, yb + 2 * q, 1);
+                });
+              });
+            } else {
+              const auto xs = xr + b;
+              const auto xc = xr + (pairs + b);
+              T* const ys = y + b;
+              T* const yc = y + pairs + b;
+              each_span(m, [&](index_t i, index_t j) {
+                if constexpr (input) {
+                  if (ahead != 0) {
+                    prefetch_row(xs + i, j - i, ahead);
+                    prefetch_row(xc + i, j - i, ahead);
+                  }
+                }
+                stepper.rotate_once(w, w_max, i, j, m, [xs, xc, ys, yc](auto d, index_t q, auto sv, auto cv) {
+                  add_vec(d, sv, xs + q, ys + q);
+                  add_vec(d, cv, xc + q, yc + q);
+                });
+              });
+            }
+          };
+          if (x != nullptr) {
+            fused_row(x);
+          } else {
+            fused_row(no_input{});
+          }
+          continue;
+        }
         for (index_t i = 0; i < m; i += sinusoid_span) {
           const index_t j = i + sinusoid_span < m ? i + sinusoid_span : m;
-          if (form && !fuse) {
+          if (form) {
             if constexpr (std::is_same_v<T, double>) {  // double rows: a sincos per position
               stepper.exact(w, w_max, p, i, j);
             } else {
@@ -170,26 +236,11 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
           if (!sp.concat) {  // interleaved: [s0, c0, s1, c1, ...]
             const index_t k = 2 * (b + i);
             if (ahead != 0) prefetch_row(x + k, 2 * (j - i), ahead);
-            if (fuse && !keep) {
-              T* yk = y + k - 2 * i;
-              on_input(x ? x + k - 2 * i : nullptr, [&](const T* xk) {
-                stepper.rotate_once(w, w_max, i, j, m, [&](auto d, index_t q, auto sv, auto cv) {
-                  add_zip_vec(d, sv, cv, xk ? xk + 2 * q : xk, 1, yk + 2 * q, 1);
-                });
-              });
-              continue;
-            }
             if (!keep) {
               add_zip_row(x ? x + k * is : nullptr, is, y + k * os, os, j - i, s + i, c + i);
               continue;
             }
-            if (fuse) {
-              stepper.rotate_once(w, w_max, i, j, m, [&](auto d, index_t q, auto sv, auto cv) {
-                add_zip_vec(d, sv, cv, static_cast<const double*>(nullptr), 1, v + 2 * q, 1);
-              });
-            } else if (form) {
-              add_zip_row(static_cast<const double*>(nullptr), 1, v + 2 * i, 1, j - i, s + i, c + i);
-            }
+            if (form) add_zip_row(static_cast<const double*>(nullptr), 1, v + 2 * i, 1, j - i, s + i, c + i);
             const double* vs = (zero ? sinusoid_zeros : v) + 2 * i;
             add_double_row(x ? x + k * is : nullptr, is, y + k * os, os, 2 * (j - i), vs);
           } else {  // concat: [s_0 .. s_{D/2-1}] then [c_0 .. c_{D/2-1}]
@@ -198,15 +249,6 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
             if (ahead != 0) {
               prefetch_row(x + ks, j - i, ahead);
               prefetch_row(x + kc, j - i, ahead);
-            }
-            if (fuse) {
-              on_input(x, [&](const T* xr) {
-                stepper.rotate_once(w, w_max, i, j, m, [&](auto d, index_t q, auto sv, auto cv) {
-                  add_vec(d, sv, xr ? xr + ks - i + q : xr, y + ks - i + q);
-                  add_vec(d, cv, xr ? xr + kc - i + q : xr, y + kc - i + q);
-                });
-              });
-              continue;
             }
             add_double_row(x ? x + ks * is : nullptr, is, y + ks * os, os, j - i, s + i);
             add_double_row(x ? x + kc * is : nullptr, is, y + kc * os, os, j - i, c + i);

@@ -407,7 +407,7 @@ struct polar_stepper {  // NOLINT(cppcoreguidelines-pro-type-member-init)
   /// apply() of a one-rotation move (rotations 1, no fill: 15 positions in 16 of a walk) over pairs [b, e) of
   /// m, each rotated vector also handed to use(d, k, s, c) as it is formed (rotate_body).
   template <class Use>
-  void rotate_once(const double* w, double w_max, index_t b, index_t e, index_t m, Use&& use) {
+  POSENC_ALWAYS_INLINE void rotate_once(const double* w, double w_max, index_t b, index_t e, index_t m, Use&& use) {
     if (!have_step) {
       polar_fill(
           0, m, w_max, [&](auto d, index_t i) { return load(d, w + i); }, [&](auto d, index_t) { return set1(d, 1.0); },
