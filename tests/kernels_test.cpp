@@ -812,6 +812,50 @@ TEST_P(Kernels, LayoutConversionMovesBitsEveryDtype) {
   }
 }
 
+/// A conversion that moves more than detail::rope_stream_bytes: its contiguous windows are written with streaming
+/// stores where every vector store is aligned (the case's `shift` elements off a 64-byte boundary, the window,
+/// the head stride and the half decide it) and with ordinary stores elsewhere; the bits are the same.
+template <class T>
+void large_layout_case(index_t H, index_t d, index_t r, index_t off, index_t head_stride, index_t shift, bool to_half_split) {
+  const index_t token = H * head_stride;
+  const index_t L = posenc::detail::rope_stream_bytes / 2 / (H * d * static_cast<index_t>(sizeof(T))) + 1;
+  std::vector<T> in(static_cast<std::size_t>(L * token)), buf(in.size() + 64 / sizeof(T) + static_cast<std::size_t>(shift));
+  for (std::size_t e = 0; e < in.size(); ++e) {
+    const std::uint64_t bits = 0x9e3779b97f4a7c15ull * (e + 1);
+    std::memcpy(static_cast<void*>(&in[e]), &bits, sizeof(T));
+  }
+  T* out = buf.data();
+  while (reinterpret_cast<std::uintptr_t>(out) % 64 != 0) ++out;
+  out += shift;
+  const std::array<index_t, 4> shape{1, L, H, d}, strides{L * token, token, head_stride, 1};
+  const auto from = to_half_split ? posenc::rope_style::interleaved : posenc::rope_style::half_split;
+  const auto to = to_half_split ? posenc::rope_style::half_split : posenc::rope_style::interleaved;
+  posenc::convert_rope_layout(posenc::strided_view<const T, 4>(in.data(), shape, strides), posenc::strided_view<T, 4>(out, shape, strides),
+                              r, off, from, to);
+  const index_t half = r / 2;
+  for (index_t row = 0; row < L * H; ++row)
+    for (index_t f = 0; f < d; ++f) {
+      const index_t k = f - off;
+      const index_t src = f < off || f >= off + r ? f : off + (to_half_split ? (k < half ? 2 * k : 2 * (k - half) + 1) : (k % 2) * half + k / 2);
+      const std::size_t at = static_cast<std::size_t>(row / H * token + row % H * head_stride);
+      ASSERT_TRUE(same_bits(out[at + static_cast<std::size_t>(f)], in[at + static_cast<std::size_t>(src)]))
+          << tname<T>() << " d " << d << " r " << r << " off " << off << " head stride " << head_stride << " shift " << shift
+          << " row " << row << " feature " << f;
+    }
+}
+
+TEST_P(Kernels, LayoutConversionPastTheCacheStreamsTheSameBits) {
+  large_layout_case<float>(32, 128, 128, 0, 128, 0, false);   // whole rows, aligned: streamed
+  large_layout_case<float>(32, 128, 128, 0, 128, 0, true);
+  large_layout_case<float>(32, 128, 128, 0, 128, 1, true);    // 4 bytes off: stored
+  large_layout_case<float>(32, 128, 96, 8, 128, 0, false);    // window at 32 bytes: streamed by AVX2 only
+  large_layout_case<float>(8, 80, 80, 0, 80, 0, true);        // half 40: a multiple of AVX2's 8 lanes, not of 16
+  large_layout_case<float>(8, 64, 64, 0, 65, 0, false);       // head stride 65: stored
+  large_layout_case<double>(16, 128, 128, 0, 128, 0, true);
+  large_layout_case<double>(16, 72, 64, 4, 72, 0, false);
+  large_layout_case<Eigen::half>(32, 128, 128, 0, 128, 0, false);  // 16-bit: stored
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, Kernels, ::testing::ValuesIn(all_isas()), isa_only_name);
 
 }  // namespace

@@ -171,10 +171,19 @@ void exp_d(const double* x, double* y, int n) {
 }
 using DT = simd::lanes<double, simd::tail<isa_tag>>;
 
+/// out[k] = in[k] through store_stream (out aligned to the vector, n a multiple of the width), then stream_fence.
+template <class A>
+void stream_copy(const A* in, A* out, int n) {
+  const simd::lanes<A, isa_tag> d;
+  constexpr int W = simd::vec<A, isa_tag>::width;
+  for (int i = 0; i < n; i += W) store_stream(load(d, in + i), out + i);
+  stream_fence(d);
+}
+
 inline op_table table() {
   return {WF,          WD,         arith_f,      arith_d,     convert_f,     convert_d,  bits16,
           bits_d,      bits_f,     sincos_d<>,   exp_d<>,     arith_tail_f,  arith_tail_d, sincos_d<DT>,
-          exp_d<DT>};
+          exp_d<DT>,   stream_copy<float>, stream_copy<double>};
 }
 
 }  // namespace POSENC_TEST_NS

@@ -40,6 +40,9 @@ struct op_table {
   void (*arith_tail_d)(const double*, const double*, const double*, double*, int);
   void (*sincos_tail_d)(const double*, double*, double*, int);
   void (*exp_tail_d)(const double*, double*, int);
+  // store_stream and stream_fence: a copy through the non-temporal stores (aligned output).
+  void (*stream_f)(const float*, float*, int);
+  void (*stream_d)(const double*, double*, int);
 };
 
 }  // namespace posenc_test_ops
@@ -407,6 +410,32 @@ TEST_P(SimdOps, SixteenBitPatternsMoveBitForBit) {
     EXPECT_EQ(lo[i], pick(j)) << k;
     EXPECT_EQ(hi[i], pick(w + j)) << k;
   }
+}
+
+TEST_P(SimdOps, StreamingStoresWriteTheVectorsBitForBit) {
+  // Output at a 64-byte boundary (the widest vector's alignment); every pattern, NaN payloads among them.
+  const int n = 8 * ops().width_f;
+  std::vector<float> in_f(static_cast<std::size_t>(n)), out_f(static_cast<std::size_t>(n) + 16, -1.0f);
+  std::vector<double> in_d(static_cast<std::size_t>(n)), out_d(static_cast<std::size_t>(n) + 8, -1.0);
+  for (int k = 0; k < n; ++k) {
+    const std::uint32_t bf = 0x7f800001u + 0x01234567u * static_cast<std::uint32_t>(k);
+    const std::uint64_t bd = 0x7ff0000000000001ull + 0x0123456789abcdefull * static_cast<std::uint64_t>(k);
+    std::memcpy(&in_f[static_cast<std::size_t>(k)], &bf, sizeof bf);
+    std::memcpy(&in_d[static_cast<std::size_t>(k)], &bd, sizeof bd);
+  }
+  const auto aligned = [](auto& v) {
+    auto* p = v.data();
+    while (reinterpret_cast<std::uintptr_t>(p) % 64 != 0) ++p;
+    return p;
+  };
+  float* of = aligned(out_f);
+  double* od = aligned(out_d);
+  ops().stream_f(in_f.data(), of, n);
+  ops().stream_d(in_d.data(), od, n);
+  EXPECT_EQ(std::memcmp(of, in_f.data(), sizeof(float) * static_cast<std::size_t>(n)), 0);
+  EXPECT_EQ(std::memcmp(od, in_d.data(), sizeof(double) * static_cast<std::size_t>(n)), 0);
+  EXPECT_EQ(of[n], -1.0f) << "written past the end";
+  EXPECT_EQ(od[n], -1.0) << "written past the end";
 }
 
 TEST_P(SimdOps, BitsOfDoubleLanes) {

@@ -133,7 +133,9 @@ void rerotate_rope(const rope_plan& from, const rope_plan& to, X&& k, const posi
 /// rotary_offset + rotary_dim) interleaved feature 2i + j sits at half-split feature j*R/2 + i; the rest is
 /// copied. RoPE commutes with it: convert(apply_rope_interleaved(x)) == apply_rope_half_split(convert(x)).
 /// Fails with invalid_argument, writing nothing, on a bad window, a shape mismatch or overlapping in/out
-/// (convert_rope_layout throws argument_error).
+/// (convert_rope_layout throws argument_error). A call that moves more than 32 MiB (in and out) writes its
+/// vector-aligned rows of 4- and 8-byte elements with streaming (non-temporal) stores on x86: the output goes
+/// to memory without being read first, and is not left in the caches; the bits are the same.
 template <class X, class Y>
 status try_convert_rope_layout(X&& in, Y&& out, index_t rotary_dim, index_t rotary_offset, rope_style from,
                                rope_style to) noexcept {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include <Eigen/Core>
@@ -41,6 +42,15 @@ inline simde__m256i simde_mm512_cvtps_ph(simde__m512 a, int) {
   posenc_simde::to_lanes(a, f);
   for (int k = 0; k < 16; ++k) h[k] = posenc_simde::float_to_half(f[k]);
   return posenc_simde::from_lanes<simde__m256i>(h);
+}
+// vmovntps / vmovntpd, 512 bits: the instruction faults unless mem_addr is 64-byte aligned, and so does this.
+inline void simde_mm512_stream_ps(void* p, simde__m512 a) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 64 != 0) std::abort();
+  std::memcpy(p, &a, sizeof a);
+}
+inline void simde_mm512_stream_pd(void* p, simde__m512d a) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 64 != 0) std::abort();
+  std::memcpy(p, &a, sizeof a);
 }
 inline simde__m512d simde_mm512_cvtps_pd(simde__m256 a) {
   float f[8];

@@ -112,6 +112,12 @@ inline void store2(vec<float, avx2> a, vec<float, avx2> b, S* p) {
   const __m256i r = _mm256_packus_epi32(avx2_detail::bf16_round(a.v), avx2_detail::bf16_round(b.v));  // a0-3 b0-3 | a4-7 b4-7
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(r, 0xD8));
 }
+inline void store_stream(vec<float, avx2> x, float* p) { _mm256_stream_ps(p, x.v); }
+inline void store_stream(vec<double, avx2> x, double* p) { _mm256_stream_pd(p, x.v); }
+template <class A>
+inline void stream_fence(lanes<A, avx2>) {
+  _mm_sfence();
+}
 
 // A 128-bit broadcast load (no shuffle uop) and one in-lane permute: cross-lane vpermps/vpermpd cost 3 uops
 // on AMD Zen 1 and 2, and an in-lane permute is one on every AVX2 core.

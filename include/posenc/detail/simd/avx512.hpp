@@ -112,6 +112,12 @@ inline void store2(vec<A, avx512> a, vec<A, avx512> b, S* p) {
   store(a, p);
   store(b, p + vec<A, avx512>::width);
 }
+inline void store_stream(vec<float, avx512> x, float* p) { _mm512_stream_ps(p, x.v); }
+inline void store_stream(vec<double, avx512> x, double* p) { _mm512_stream_pd(p, x.v); }
+template <class A>
+inline void stream_fence(lanes<A, avx512>) {
+  _mm_sfence();
+}
 
 inline vec<float, avx512> load_dup_pairs(lanes<float, avx512>, const float* p) {
   const __m512i idx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);

@@ -103,6 +103,13 @@ inline void store2(vec<A, neon> a, vec<A, neon> b, S* p) {
   store(a, p);
   store(b, p + vec<A, neon>::width);
 }
+// AArch64's non-temporal store (STNP) has no intrinsic: a store.
+template <class A>
+inline void store_stream(vec<A, neon> x, A* p) {
+  store(x, p);
+}
+template <class A>
+inline void stream_fence(lanes<A, neon>) {}
 
 inline vec<float, neon> load_dup_pairs(lanes<float, neon>, const float* p) {
   const float32x2_t c = vld1_f32(p);

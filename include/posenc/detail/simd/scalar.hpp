@@ -58,6 +58,12 @@ inline void store2(vec<A, one<I>> a, vec<A, one<I>> b, S* p) {
   store(b, p + 1);
 }
 template <class A, class I>
+inline void store_stream(vec<A, one<I>> x, A* p) {
+  *p = x.v;
+}
+template <class A, class I>
+inline void stream_fence(lanes<A, one<I>>) {}
+template <class A, class I>
 inline vec<A, one<I>> load_dup_pairs(lanes<A, one<I>>, const A* p) {
   return {*p};
 }

@@ -17,6 +17,11 @@
 //                                                through float, as store_as), NaN stays NaN, overflow to inf
 //   store2(a, b, S*)                             store(a, p) and store(b, p + width), one wide store where
 //                                                the ISA packs two (AVX2 bfloat16)
+//   store_stream(V, A*)                          store(V, A*) to an address aligned to the vector's size, with
+//                                                the ISA's non-temporal hint (x86 vmovntps/pd: the line goes
+//                                                to memory without being read first; a store elsewhere)
+//   stream_fence(lanes<A, I>)                    orders the streaming stores before later stores (x86 sfence;
+//                                                nothing elsewhere): once per call, after its last one
 //   load_dup_pairs(lanes<A, I>, const A*) -> V  width/2 values, each twice: c0 c0 c1 c1 ...
 //   load_u16_bits(lanes<float, I>, const void*) width 16-bit patterns zero-extended into the lanes' bits
 //   store_u16_bits(V, void*)                     the low 16 bits of each lane back (bit-exact permutations)
