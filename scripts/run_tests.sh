@@ -4,19 +4,14 @@
 # (plus the AVX2/AVX-512 ops emulated through SIMDe, and the separately compiled kernels) and with g++ without
 # sanitizers (optimised as a release build; it also builds the benchmarks and runs the emulated old CPUs); runs
 # the concurrent tests under ThreadSanitizer (clang++); builds the Python package and runs its tests
-# (scripts/check_python.sh, in the background beside the other jobs: its log is printed at the end); then
-# cross-builds the ISA suites for AArch64 and runs them on NEON under qemu-user.
+# (scripts/check_python.sh); then cross-builds the ISA suites for AArch64 and runs them on NEON under qemu-user.
 # Every golden suite runs once per ISA this CPU supports; the ISAs it lacks are reported skipped by name. A
 # skip for any reason not on the documented list fails the job (scripts/check_skips.py).
 # Usage: bash scripts/run_tests.sh [build-dir-prefix]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Every job's packages at once, before any job starts: the Python job runs beside the others, and no two apt
-# runs may meet (the jobs' own install_deps.sh calls then find nothing missing).
-bash scripts/install_deps.sh gcc clang libclang-rt-14-dev libsimde-dev libbenchmark-dev qemu-user rustc \
-  python3-venv python3-dev python3-numpy python3-pytest python3-torch g++-aarch64-linux-gnu googletest
+bash scripts/install_deps.sh gcc clang libclang-rt-14-dev libsimde-dev libbenchmark-dev qemu-user rustc
 prefix=${1:-build/tests}
-mkdir -p "$(dirname "$prefix")"
 # allocator_may_return_null: the tests ask for impossible sizes on purpose and expect out_of_memory statuses,
 # which ASan's allocator would otherwise turn into a report. Every sanitizer finding fails the test.
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1:strict_string_checks=1
@@ -30,13 +25,6 @@ run_ctest() {
   ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --output-junit "$(realpath -m "$build")/ctest.xml" "$@"
   /usr/bin/python3 scripts/check_skips.py "$build/ctest.xml" "$job"
 }
-
-# The Python job keeps 1.4 of 2 cores busy on its own (233 s of wall time, 321 s of CPU: one compile of the
-# module, then pip and pytest), the compiler jobs both: beside them its idle core and its downloads cost
-# nothing. Its log is printed, and its status checked, after the other jobs.
-python_start=$SECONDS
-bash scripts/check_python.sh "$prefix-python" > "$prefix-python.log" 2>&1 &
-python_pid=$!
 
 for cxx in clang++ g++; do
   build="$prefix-$cxx"
@@ -78,14 +66,12 @@ cmake --build "$prefix-tsan" -j "$(nproc)" --target posenc_thread_tests
 run_ctest "$prefix-tsan" tsan -R '^tsan\.'
 echo "== tsan: $((SECONDS - start)) s"
 
+echo "== python (pip install ./python, pytest, wheel): $prefix-python"
+start=$SECONDS
+bash scripts/check_python.sh "$prefix-python"
+echo "== python: $((SECONDS - start)) s"
+
 echo "== aarch64 (cross build, qemu-user): $prefix-aarch64"
 start=$SECONDS
 bash scripts/cross_aarch64.sh "$prefix-aarch64"
 echo "== aarch64: $((SECONDS - start)) s"
-
-python_rc=0
-wait "$python_pid" || python_rc=$?
-echo "== python (pip install ./python, pytest, wheel; started with the clang++ job): $prefix-python"
-cat "$prefix-python.log"
-[ "$python_rc" -eq 0 ] || { echo "== python failed (exit $python_rc)"; exit 1; }
-echo "== python: done $((SECONDS - python_start)) s after it started"
