@@ -94,7 +94,7 @@ inline constexpr index_t rope_chunk = 128;
 inline constexpr index_t rope_stream_bytes = index_t{32} << 20;
 /// Bytes moved (read and written) above which rows of float or double in place no longer fit L1 (their 64 KiB
 /// past the largest L1d measured, 48 KiB on Emerald Rapids), up to rope_stream_bytes: there the AVX-512 target
-/// hands half-split rope_rows calls to the AVX2 kernels (rope-inl.hpp, POSENC_NARROW_NS).
+/// hands half-split rope_rows calls from a cos/sin table to the AVX2 kernels (rope-inl.hpp, POSENC_NARROW_NS).
 inline constexpr index_t rope_narrow_bytes = index_t{128} << 10;
 /// Bytes of float scores above which the AVX-512 target hands ALiBi's fp32 adds to the AVX2 kernels, up to
 /// rope_stream_bytes (alibi-inl.hpp): past the largest L1d measured (48 KiB on Emerald Rapids).
