@@ -285,9 +285,9 @@ TEST_P(Kernels, RopeOneTokenEveryDtypeAndPath) {
 }
 
 // Calls whose rows are past L1 (over 128 KiB moved, at most 32 MiB: rope_narrow_bytes): the AVX-512 target runs
-// them on the AVX2 kernels (rope_rows). fp32 and double in place, from a table and from the plan, against the
-// formula, as every other size (Backward: apply_rope_backward, the angle negated); in L2 (16 and 8 tokens) and
-// in L3.
+// fp32 rows from a table on the AVX2 kernels (rope_rows), and keeps its own for double rows and for the plan's.
+// fp32 and double in place, from a table and from the plan, against the formula, as every other size
+// (Backward: apply_rope_backward, the angle negated); in L2 (16 and 8 tokens) and in L3.
 template <class T, bool Cached, bool Backward = false>
 void rope_past_l1_case(index_t tokens) {
   constexpr index_t H = 32, D = 128, P0 = 11;

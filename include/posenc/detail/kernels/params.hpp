@@ -92,9 +92,9 @@ inline constexpr index_t rope_chunk = 128;
 /// Bytes of rotated rows above which a call is taken to stream from DRAM rather than from cache (rope_rows):
 /// the L3 of the CPUs measured (32 MiB on Zen 3).
 inline constexpr index_t rope_stream_bytes = index_t{32} << 20;
-/// Bytes moved (read and written) above which rows of float or double in place no longer fit L1 (their 64 KiB
-/// past the largest L1d measured, 48 KiB on Emerald Rapids), up to rope_stream_bytes: there the AVX-512 target
-/// hands half-split rope_rows calls from a cos/sin table to the AVX2 kernels (rope-inl.hpp, POSENC_NARROW_NS).
+/// Bytes moved (read and written) above which rows of float in place no longer fit L1 (their 64 KiB past the
+/// largest L1d measured, 48 KiB on Emerald Rapids), up to rope_stream_bytes: there the AVX-512 target hands
+/// half-split rope_rows calls from a cos/sin table to the AVX2 kernels (rope-inl.hpp, POSENC_NARROW_NS).
 inline constexpr index_t rope_narrow_bytes = index_t{128} << 10;
 /// Bytes of float scores above which the AVX-512 target hands ALiBi's fp32 adds to the AVX2 kernels, up to
 /// rope_stream_bytes (alibi-inl.hpp): past the largest L1d measured (48 KiB on Emerald Rapids).
@@ -190,6 +190,12 @@ struct table_src {
   index_t rows;
   static constexpr int variants = 1;
 };
+
+/// Whether a rotation's source reads its cos/sin from a table (of any element type) rather than forming them.
+template <class Source>
+inline constexpr bool is_table_src_v = false;
+template <class C>
+inline constexpr bool is_table_src_v<table_src<C>> = true;
 
 /// The arithmetic type of a rotation kernel: double if In or Out is double, and always for xPos (its scale
 /// may leave float's range where the scaled value does not); float otherwise.

@@ -717,18 +717,19 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   for (const auto& t : io) window += t.in.extent(0) * t.in.extent(1) * t.in.extent(2) * 2 * pairs;
   const index_t moved = window * index_t{sizeof(In) + sizeof(Out)};  // bytes read and written
 #if defined(POSENC_NARROW_NS)
-  // Half-split rows of float or double (no conversion) past L1 and below the streaming size go to the 256-bit
-  // kernels. On Emerald Rapids, [1, L, 32, 128] fp32 in place against the AVX2 plain loop: 16, 64 and 65 tokens (L2)
-  // 0.988-0.991 with AVX-512, 0.994-0.996 with AVX2 (this file's short way, both); in isolation at 256 / 512 / 1024
-  // tokens (L3) AVX2 ran 5% / 6% / 9% faster, double at 256 5% (cache-free fp32 4%, not reproduced later: below). In
-  // L1 (up to 3 tokens: 1.34-1.49x the plain loop against 1.05-1.11x) and from DRAM (with the prefetch) 512-bit wins
-  // or ties. Interleaved rows gained or lost a few percent by size (double at 65 tokens 15% slower), and 16-bit rows,
-  // bound by their conversions, run 7-50% faster with 512-bit everywhere: both keep it (bench/README.md, runs 9 and
-  // 14). So do the sources that form their angles per token (cache-free, MRoPE, the context shift, xPos): their
-  // double-precision sincos and rotations run twice as wide, and narrowing them measured 5-10% slower at 16-65 tokens
-  // (cache-free fp32 against its plain loop 1.62-1.78x narrowed, 1.76-1.89x not; MRoPE at 64 tokens 1.35x / 1.48x)
-  // and no faster at 512 (bench/README.md, run 18).
-  if constexpr (std::is_same_v<In, Out> && sizeof(In) >= 4 && std::is_same_v<Source, table_src<A>>) {
+  // Half-split float rows (no conversion) rotated from a table, past L1 and below the streaming size, go to the
+  // 256-bit kernels. On Emerald Rapids, [1, L, 32, 128] fp32 in place against the AVX2 plain loop: 16, 64 and 65
+  // tokens (L2) 0.988-0.991 with AVX-512, 0.994-0.996 with AVX2 (this file's short way, both); in isolation at 256 /
+  // 512 / 1024 tokens (L3) AVX2 ran 5% / 6% / 9% faster. In L1 (up to 3 tokens: 1.34-1.49x the plain loop against
+  // 1.05-1.11x) and from DRAM (with the prefetch) 512-bit wins or ties. Interleaved rows gained or lost a few percent
+  // by size (double at 65 tokens 15% slower), and 16-bit rows, bound by their conversions, run 7-50% faster with
+  // 512-bit everywhere: both keep it (bench/README.md, runs 9 and 14). So do double rows (an isolated run once put
+  // AVX2 5% ahead at 256 tokens; paired with the plain loop, narrowed rows read 1.02-1.04x at 64-512 tokens, 512-bit
+  // ones 1.03-1.11x) and the sources that form their angles per token (cache-free, MRoPE, the context shift, xPos):
+  // their double-precision sincos and rotations run twice as wide, and narrowing them measured 5-10% slower at 16-65
+  // tokens (cache-free fp32 against its plain loop 1.62-1.78x narrowed, 1.76-1.89x not; MRoPE at 64 tokens 1.35x /
+  // 1.48x) and no faster at 512 (bench/README.md, run 18).
+  if constexpr (std::is_same_v<In, Out> && sizeof(In) == 4 && is_table_src_v<Source>) {
     bool narrow = style == rope_style::half_split && moved > rope_narrow_bytes && !streams(moved);
     for (const auto& t : io) narrow = narrow && t.in_place();
     if (narrow)
