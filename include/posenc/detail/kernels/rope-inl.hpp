@@ -724,8 +724,9 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   // 1.05-1.11x) and from DRAM (with the prefetch) 512-bit wins or ties. Interleaved rows gained or lost a few percent
   // by size (double at 65 tokens 15% slower), and 16-bit rows, bound by their conversions, run 7-50% faster with
   // 512-bit everywhere: both keep it (bench/README.md, runs 9 and 14). So do double rows (an isolated run once put
-  // AVX2 5% ahead at 256 tokens; paired with the plain loop, narrowed rows read 1.02-1.04x at 64-512 tokens, 512-bit
-  // ones 1.03-1.11x) and the sources that form their angles per token (cache-free, MRoPE, the context shift, xPos):
+  // AVX2 5% ahead at 256 tokens; paired with the plain loop at 64-512 tokens the width moved them a few percent
+  // either way across three sets, while two full tables put the narrowed default binary 5-8% behind -march=native at
+  // 64-65 tokens) and the sources that form their angles per token (cache-free, MRoPE, the context shift, xPos):
   // their double-precision sincos and rotations run twice as wide, and narrowing them measured 5-10% slower at 16-65
   // tokens (cache-free fp32 against its plain loop 1.62-1.78x narrowed, 1.76-1.89x not; MRoPE at 64 tokens 1.35x /
   // 1.48x) and no faster at 512 (bench/README.md, run 18).
