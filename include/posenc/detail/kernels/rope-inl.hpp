@@ -730,7 +730,7 @@ void rope_rows(target, const Source& src, const Pos& pos, rope_style style, inde
   // their double-precision sincos and rotations run twice as wide, and narrowing them measured 5-10% slower at 16-65
   // tokens (cache-free fp32 against its plain loop 1.62-1.78x narrowed, 1.76-1.89x not; MRoPE at 64 tokens 1.35x /
   // 1.48x) and no faster at 512 (bench/README.md, run 18).
-  if constexpr (std::is_same_v<In, Out> && sizeof(In) == 4 && is_table_src_v<Source>) {
+  if constexpr (std::is_same_v<In, float> && std::is_same_v<Out, float> && is_table_src_v<Source>) {
     bool narrow = style == rope_style::half_split && moved > rope_narrow_bytes && !streams(moved);
     for (const auto& t : io) narrow = narrow && t.in_place();
     if (narrow)
