@@ -145,13 +145,15 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
         const index_t p = pos.at(n, l);
         const bool zero = sp.has_padding && p == sp.padding_idx;
         if (zero && in_place) continue;
+        const index_t next_token = n + 1 < n_batch ? in.stride(0)
+                                   : l + 1 < n_len ? in.stride(1) - (n_batch - 1) * in.stride(0)
+                                                   : 0;
         const T* x = has_in ? &in(n, l, 0) : nullptr;
         T* y = &out(n, l, 0);
-        // One sequence: the same span of the next token's row is asked for as each span is added (rows are
-        // often 4 KiB apart, a page, where the hardware prefetchers stop). Over several sequences the next token
-        // lies in another one, and asking for it gained nothing (8 x 512 x 768, AVX2, medians of 7 runs: 0.68 of
-        // the stream with it, 0.71 without).
-        const index_t ahead = !keep && has_in && is == 1 && l + 1 < n_len ? in.stride(1) * index_t{sizeof(T)} : 0;
+        // The same span of the next token's row (in this loop's order) is asked for as each span is added: rows
+        // are often 4 KiB apart, a page, where the hardware prefetchers stop, and over several sequences the next
+        // token lies in another sequence (asking for the same sequence's next position instead gained nothing).
+        const index_t ahead = has_in && is == 1 ? next_token * index_t{sizeof(T)} : 0;
         const bool form = !zero && p != last_p;
         stepper_t::move mv;
         if (form) {
@@ -180,6 +182,7 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
               add_zip_vec(d, sv, cv, no_input{}, 1, vp + 2 * q, 1);
             });
             const index_t k = 2 * (b + i);
+            if (ahead != 0) prefetch_row(x + k, 2 * (j - i), ahead);
             add_double_row(x ? x + k * is : nullptr, is, y + k * os, os, 2 * (j - i), vp + 2 * i);
           });
           continue;
