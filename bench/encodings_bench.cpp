@@ -215,6 +215,6 @@ BENCHMARK(BM_LearnedAdd<>)->Name("BM_LearnedAdd" + S)->ArgNames({"N", "L", "D"})
         ->ArgNames({"N", "L", "D"})->Args({8, 512, 768})->Args({1, 4096, 1024})->UseManualTime();
 BENCHMARK(BM_T5Bias)->Name("BM_T5Bias" + S)->ArgNames({"H", "Lq", "Lk"})->Args({32, 512, 512})->UseManualTime();
 BENCHMARK(BM_ConvertRopeLayout)->Name("BM_ConvertRopeLayout" + S)->ArgNames({"N", "L", "H", "D"})
-    ->Args({1, 4096, 32, 128})->UseManualTime();
+    ->Args({1, 4096, 32, 128})->Args({1, 4096, 64, 64})->Args({1, 4096, 16, 256})->Args({1, 4096, 40, 96})->UseManualTime();
 
 }  // namespace

@@ -42,11 +42,13 @@ POSENC_ALWAYS_INLINE void put_bits(V v, T* p) {
   }
 }
 
-/// Window of `half` pairs at `w`: interleaved -> half-split (unzip) or half-split -> interleaved (zip).
+/// Window of `half_pairs` pairs at `w` (an index_t, or a std::integral_constant: layout_rows): interleaved ->
+/// half-split (unzip) or half-split -> interleaved (zip).
 /// Stream: every vector store of the window lands on a vector-aligned address (convert_layout checks it).
-template <bool ToHalfSplit, bool Stream, class D, class T>
-POSENC_ALWAYS_INLINE index_t layout_body(D d, const T* w_in, T* w_out, index_t half) {
+template <bool ToHalfSplit, bool Stream, class D, class T, class Half>
+POSENC_ALWAYS_INLINE index_t layout_body(D d, const T* w_in, T* w_out, Half half_pairs) {
   constexpr index_t W = vec_of<D>::width;
+  const index_t half = half_pairs;
   index_t i = 0;
   for (; i + W <= half; i += W) {
     if constexpr (ToHalfSplit) {  // in: x0 x1 ... (pairs at 2i, 2i+1) -> out[i] = even, out[half + i] = odd
@@ -83,9 +85,20 @@ void layout_rows(const T* x, index_t hi, T* y, index_t ho, index_t heads, index_
   // inline: at -O3 GCC 12 called it out of line per head and reloaded the window bounds from the stack, and the
   // conversion of [1, 4096, 32, 128] fp32 from DRAM ran 0.93-0.95 of the plain loop on Emerald Rapids with the
   // same inner loop; both changes together 0.99-1.01 (either alone 0.94; bench/README.md, run 11).
+  // The halves of head dims 64, 128 and 256 are compiled in as constants: each row's loop then runs
+  // unrolled with fixed offsets, and [1, 4096, H, D] fp32 read 6-14% faster against the plain loop at each of
+  // those dims (AVX2 and AVX-512, Emerald Rapids; bench/README.md). Other halves take the loop with a run-time bound.
   if (offset == 0 && end == dim) {
-    for (index_t h = 0; h < heads; ++h, x += hi, y += ho)
-      layout_body<ToHalfSplit, Stream>(simd::lanes<L, isa_tag>{}, x, y, half);
+    const auto rows = [&](auto half_pairs) {
+      for (index_t h = 0; h < heads; ++h, x += hi, y += ho)
+        layout_body<ToHalfSplit, Stream>(simd::lanes<L, isa_tag>{}, x, y, half_pairs);
+    };
+    switch (half) {
+      case 32: rows(std::integral_constant<index_t, 32>{}); break;
+      case 64: rows(std::integral_constant<index_t, 64>{}); break;
+      case 128: rows(std::integral_constant<index_t, 128>{}); break;
+      default: rows(half);
+    }
     return;
   }
   for (index_t h = 0; h < heads; ++h, x += hi, y += ho) {
