@@ -145,15 +145,12 @@ void sinusoid_rows(target, const sinusoid_params& sp, const Pos& pos, const stri
         const index_t p = pos.at(n, l);
         const bool zero = sp.has_padding && p == sp.padding_idx;
         if (zero && in_place) continue;
-        const index_t next_token = n + 1 < n_batch ? in.stride(0)
-                                   : l + 1 < n_len ? in.stride(1) - (n_batch - 1) * in.stride(0)
-                                                   : 0;
         const T* x = has_in ? &in(n, l, 0) : nullptr;
         T* y = &out(n, l, 0);
         // The same span of the next token's row (in this loop's order) is asked for as each span is added: rows
         // are often 4 KiB apart, a page, where the hardware prefetchers stop, and over several sequences the next
         // token lies in another sequence (asking for the same sequence's next position instead gained nothing).
-        const index_t ahead = has_in && is == 1 ? next_token * index_t{sizeof(T)} : 0;
+        const index_t ahead = next_token_bytes(has_in && is == 1, in, n, l);
         const bool form = !zero && p != last_p;
         stepper_t::move mv;
         if (form) {

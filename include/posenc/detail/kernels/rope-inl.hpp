@@ -658,9 +658,10 @@ POSENC_ALWAYS_INLINE void copy_outside_window(const In* in, index_t hi, index_t 
 }
 
 /// Bytes from token (n, l)'s rows of `v` to the next token's in the drivers' order (l outer, n inner): what
-/// source_rows::ahead takes. 0 after the last token, and when `on` is false (the call does not stream).
-template <class T>
-index_t next_token_bytes(bool on, const strided_view<T, 4>& v, index_t n, index_t l) {
+/// source_rows::ahead takes (and the sinusoid's rows). 0 after the last token, and when `on` is false (the call
+/// does not stream).
+template <class T, std::size_t Rank>
+index_t next_token_bytes(bool on, const strided_view<T, Rank>& v, index_t n, index_t l) {
   if (!on) return 0;
   if (n + 1 < v.extent(0)) return v.stride(0) * index_t{sizeof(T)};
   if (l + 1 < v.extent(1)) return (v.stride(1) - (v.extent(0) - 1) * v.stride(0)) * index_t{sizeof(T)};
