@@ -8,10 +8,48 @@
 // and the throwing path. A combination missing here is a link error naming the entry, never wrong code.
 // Translation units built with other instruction-set flags (-mavx2, -march=...) are in another ABI namespace
 // (detail/abi.hpp) and link against a copy of this file built with their flags.
+//
+// Parts: the whole file is one long compile (GCC 12 -O2: ~5 minutes on one core). A build with several cores
+// may instead compile it in POSENC_SRC_PARTS (4) translation units side by side, the k-th with POSENC_SRC_PART
+// defined to k (0 .. 3): each instantiates its share, about a quarter of the compile time (0: RoPE's rows from
+// the formula and from fp32 / fp64 tables, the fused KV-cache appends from 16-bit tables; 1: RoPE's rows from
+// 16-bit tables, MRoPE, xPos and the shifts; 2: the other appends; 3: everything else and the throwing path),
+// and the four together are the whole file. CMake's posenc_kernel_objects and the Python module do so.
 #pragma once
 
 #if !defined(POSENC_SEPARATE_COMPILATION)
 #error "posenc/src.hpp is for POSENC_SEPARATE_COMPILATION builds (define it in every translation unit)"
+#endif
+
+#define POSENC_SRC_PARTS 4
+#if defined(POSENC_SRC_PART)
+#if POSENC_SRC_PART < 0 || POSENC_SRC_PART >= POSENC_SRC_PARTS
+#error "POSENC_SRC_PART must be 0 .. POSENC_SRC_PARTS - 1 (posenc/src.hpp)"
+#endif
+#define POSENC_SRC_HAS_PART(k) (POSENC_SRC_PART == (k))
+#else
+#define POSENC_SRC_HAS_PART(k) 1
+#endif
+// POSENC_SRC_PARTk(x...): x where this translation unit compiles part k, nothing elsewhere.
+#if POSENC_SRC_HAS_PART(0)
+#define POSENC_SRC_PART0(...) __VA_ARGS__
+#else
+#define POSENC_SRC_PART0(...)
+#endif
+#if POSENC_SRC_HAS_PART(1)
+#define POSENC_SRC_PART1(...) __VA_ARGS__
+#else
+#define POSENC_SRC_PART1(...)
+#endif
+#if POSENC_SRC_HAS_PART(2)
+#define POSENC_SRC_PART2(...) __VA_ARGS__
+#else
+#define POSENC_SRC_PART2(...)
+#endif
+#if POSENC_SRC_HAS_PART(3)
+#define POSENC_SRC_PART3(...) __VA_ARGS__
+#else
+#define POSENC_SRC_PART3(...)
 #endif
 
 #include <array>
@@ -19,7 +57,9 @@
 
 #include "posenc/alibi.hpp"
 #include "posenc/detail/kernels/kernels.hpp"
+#if POSENC_SRC_HAS_PART(3)
 #include "posenc/detail/raise-impl.hpp"
+#endif
 #include "posenc/kv_cache.hpp"
 #include "posenc/learned.hpp"
 #include "posenc/mrope.hpp"
@@ -44,12 +84,13 @@
 #define POSENC_I_ONE(T, E) template struct E<T>;
 #define POSENC_I_PAIR(In, Out, E) template struct E<In, Out>;
 #define POSENC_I_PAIR_OUT(Out, E) POSENC_EACH_STORAGE_B(POSENC_I_PAIR, Out, E)
+// Every pattern but RoPE's rows and the appends is part 3's.
 /// One canonical storage type.
-#define POSENC_INST_EACH_T(E) POSENC_EACH_STORAGE_A(POSENC_I_ONE, E)
+#define POSENC_INST_EACH_T(E) POSENC_SRC_PART3(POSENC_EACH_STORAGE_A(POSENC_I_ONE, E))
 /// Every (in, out) pair of storage types.
-#define POSENC_INST_EACH_PAIR(E) POSENC_EACH_STORAGE_A(POSENC_I_PAIR_OUT, E)
+#define POSENC_INST_EACH_PAIR(E) POSENC_SRC_PART3(POSENC_EACH_STORAGE_A(POSENC_I_PAIR_OUT, E))
 /// The types of a rope_cache (float, double).
-#define POSENC_INST_EACH_TABLE(E) POSENC_EACH_TABLE(POSENC_I_ONE, E)
+#define POSENC_INST_EACH_TABLE(E) POSENC_SRC_PART3(POSENC_EACH_TABLE(POSENC_I_ONE, E))
 
 // rope_rows: one input/output pair of any storage types, and q + k in place (apply_rope_qk), from a plan, a
 // cache or an engine's table of each type (apply_rope, the KV-cache append, the quantised forms), MRoPE and
@@ -61,16 +102,16 @@
 #define POSENC_I_ROPE_SOURCE(E, Src, Pos)                   \
   POSENC_EACH_STORAGE_A(POSENC_I_ROPE_OUT, E, Src, Pos) \
   POSENC_EACH_STORAGE_A(POSENC_I_ROPE_K2, E, Src, Pos)
-#define POSENC_INST_ROPE_ROWS(E)                                              \
-  POSENC_I_ROPE_SOURCE(E, angle_src, positions)                               \
-  POSENC_I_ROPE_SOURCE(E, table_src<float>, positions)                        \
-  POSENC_I_ROPE_SOURCE(E, table_src<double>, positions)                       \
-  POSENC_I_ROPE_SOURCE(E, table_src<f16_storage>, positions)                  \
-  POSENC_I_ROPE_SOURCE(E, table_src<bf16_storage>, positions)                 \
-  POSENC_I_ROPE_SOURCE(E, mrope_src, mrope_positions)                         \
-  POSENC_I_ROPE_SOURCE(E, xpos_src, positions)                                \
-  POSENC_EACH_STORAGE_A(POSENC_I_ROPE_INPLACE, E, angle_src, delta_positions) \
-  POSENC_EACH_STORAGE_A(POSENC_I_ROPE_INPLACE, E, rerotate_src, positions)
+#define POSENC_INST_ROPE_ROWS(E)                                                                   \
+  POSENC_SRC_PART0(POSENC_I_ROPE_SOURCE(E, angle_src, positions)                                   \
+                   POSENC_I_ROPE_SOURCE(E, table_src<float>, positions)                            \
+                   POSENC_I_ROPE_SOURCE(E, table_src<double>, positions))                          \
+  POSENC_SRC_PART1(POSENC_I_ROPE_SOURCE(E, table_src<f16_storage>, positions)                      \
+                   POSENC_I_ROPE_SOURCE(E, table_src<bf16_storage>, positions)                     \
+                   POSENC_I_ROPE_SOURCE(E, mrope_src, mrope_positions)                             \
+                   POSENC_I_ROPE_SOURCE(E, xpos_src, positions)                                    \
+                   POSENC_EACH_STORAGE_A(POSENC_I_ROPE_INPLACE, E, angle_src, delta_positions)     \
+                   POSENC_EACH_STORAGE_A(POSENC_I_ROPE_INPLACE, E, rerotate_src, positions))
 
 // append_rows: q, k and v of one storage type into caches of one type, from a plan, a cache or a table, where q
 // and k rotate in one arithmetic type (a double cache under float input takes the unfused path).
@@ -80,18 +121,20 @@
 #define POSENC_I_APPEND_SOURCE(Src, E)                                                                 \
   POSENC_I_APPEND_NARROW(float, E, Src) POSENC_I_APPEND_NARROW(f16_storage, E, Src)                \
   POSENC_I_APPEND_NARROW(bf16_storage, E, Src) POSENC_EACH_STORAGE_B(POSENC_I_APPEND, double, E, Src)
-#define POSENC_INST_APPEND_ROWS(E)                                                                     \
-  POSENC_I_APPEND_SOURCE(angle_src, E) POSENC_I_APPEND_SOURCE(table_src<float>, E)                 \
-  POSENC_I_APPEND_SOURCE(table_src<double>, E) POSENC_I_APPEND_SOURCE(table_src<f16_storage>, E)   \
-  POSENC_I_APPEND_SOURCE(table_src<bf16_storage>, E)
+#define POSENC_INST_APPEND_ROWS(E)                                                                   \
+  POSENC_SRC_PART2(POSENC_I_APPEND_SOURCE(angle_src, E) POSENC_I_APPEND_SOURCE(table_src<float>, E) \
+                   POSENC_I_APPEND_SOURCE(table_src<double>, E))                                    \
+  POSENC_SRC_PART0(POSENC_I_APPEND_SOURCE(table_src<f16_storage>, E)                                \
+                   POSENC_I_APPEND_SOURCE(table_src<bf16_storage>, E))
 
 // rope_quant_rows: K (a plan, a cache or a table) with or without V, or V alone (a null source), into 8-bit codes.
 #define POSENC_I_QUANT(In, E, Src) template struct E<Src, In>;
 #define POSENC_I_QUANT_SOURCE(Src, E) POSENC_EACH_STORAGE_A(POSENC_I_QUANT, E, Src)
-#define POSENC_INST_QUANT_ROWS(E)                                                                      \
-  POSENC_I_QUANT_SOURCE(angle_src, E) POSENC_I_QUANT_SOURCE(table_src<float>, E)                   \
-  POSENC_I_QUANT_SOURCE(table_src<double>, E) POSENC_I_QUANT_SOURCE(table_src<f16_storage>, E)     \
-  POSENC_I_QUANT_SOURCE(table_src<bf16_storage>, E)
+#define POSENC_INST_QUANT_ROWS(E)                                                                  \
+  POSENC_SRC_PART3(POSENC_I_QUANT_SOURCE(angle_src, E) POSENC_I_QUANT_SOURCE(table_src<float>, E) \
+                   POSENC_I_QUANT_SOURCE(table_src<double>, E)                                    \
+                   POSENC_I_QUANT_SOURCE(table_src<f16_storage>, E)                               \
+                   POSENC_I_QUANT_SOURCE(table_src<bf16_storage>, E))
 
 // alibi_rows: written from the formula, added from the formula or from slopes of any storage type.
 #define POSENC_I_ALIBI_VIEW(S, T, E) template struct E<true, T, alibi_view_slopes<S>>;
@@ -99,16 +142,16 @@
   template struct E<false, T, alibi_formula_slopes>; \
   template struct E<true, T, alibi_formula_slopes>;  \
   POSENC_EACH_STORAGE_B(POSENC_I_ALIBI_VIEW, T, E)
-#define POSENC_INST_ALIBI_ROWS(E) POSENC_EACH_STORAGE_A(POSENC_I_ALIBI_T, E)
+#define POSENC_INST_ALIBI_ROWS(E) POSENC_SRC_PART3(POSENC_EACH_STORAGE_A(POSENC_I_ALIBI_T, E))
 
 // table_rows (learned and sinusoidal tables of float or double into any storage type) and t5_rows (written
 // or added).
 #define POSENC_I_T_TABLE(C, T, E) template struct E<T, C>;
 #define POSENC_I_T_BY_TABLE(T, E) POSENC_EACH_TABLE(POSENC_I_T_TABLE, T, E)
-#define POSENC_INST_T_BY_TABLE(E) POSENC_EACH_STORAGE_A(POSENC_I_T_BY_TABLE, E)
+#define POSENC_INST_T_BY_TABLE(E) POSENC_SRC_PART3(POSENC_EACH_STORAGE_A(POSENC_I_T_BY_TABLE, E))
 #define POSENC_I_T5(C, T, E) template struct E<false, T, C>; template struct E<true, T, C>;
 #define POSENC_I_T5_T(T, E) POSENC_EACH_TABLE(POSENC_I_T5, T, E)
-#define POSENC_INST_T5_ROWS(E) POSENC_EACH_STORAGE_A(POSENC_I_T5_T, E)
+#define POSENC_INST_T5_ROWS(E) POSENC_SRC_PART3(POSENC_EACH_STORAGE_A(POSENC_I_T5_T, E))
 
 #define POSENC_INSTANTIATE(name, tparams, targs, params, args, inst) inst(name##_entry)
 
@@ -123,3 +166,8 @@ POSENC_END_NAMESPACE
 #undef POSENC_EACH_STORAGE_A
 #undef POSENC_EACH_STORAGE_B
 #undef POSENC_EACH_TABLE
+#undef POSENC_SRC_HAS_PART
+#undef POSENC_SRC_PART0
+#undef POSENC_SRC_PART1
+#undef POSENC_SRC_PART2
+#undef POSENC_SRC_PART3
