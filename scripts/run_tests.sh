@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every posenc test on a fresh Debian 12 machine: installs what is missing, then configures,
 # builds (warnings are errors) and runs CTest with clang++ under AddressSanitizer + UndefinedBehaviorSanitizer
-# (plus the AVX2/AVX-512 ops emulated through SIMDe on a CPU that lacks either, and the separately compiled kernels) and with g++ without
-# sanitizers (optimised as a release build; it also builds the benchmarks and runs the emulated old CPUs); runs
+# (plus the AVX2/AVX-512 ops emulated through SIMDe on a CPU that lacks either, and the separately compiled
+# kernels) and with g++ without sanitizers (optimised as a release build; it also builds the benchmarks and runs the emulated old CPUs); runs
 # the concurrent tests under ThreadSanitizer (clang++); builds the Python package and runs its tests
 # (scripts/check_python.sh); then cross-builds the ISA suites for AArch64 and runs them on NEON under qemu-user.
 # Every golden suite runs once per ISA this CPU supports; the ISAs it lacks are reported skipped by name. A
@@ -20,8 +20,8 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
 # The AVX2 and AVX-512 suites through SIMDe (posenc_tests_emulated, clang job) are for a CPU without those ISAs:
 # where the CPU has both (AVX2 + FMA + F16C, AVX-512 F/DQ/BW/VL), the native posenc_tests already runs every
-# suite on each, and the emulated binary would repeat the op, kernel and RoPE golden suites (~300 s of the clang
-# job's compiles under the sanitizers, ~150 s of its time on two cores). Then no suite may skip for an ISA.
+# suite on each, and the emulated binary would repeat the op, kernel and RoPE golden suites (~300 s of compiler
+# time under the sanitizers, 2026-11-29). Then no suite may skip for an ISA.
 cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
 emulation_needed=OFF
 for f in avx2 fma f16c avx512f avx512dq avx512bw avx512vl; do
