@@ -2,8 +2,8 @@
 # Builds and runs every posenc test on a fresh Debian 12 machine: installs what is missing, then configures,
 # builds (warnings are errors) and runs CTest with clang++ under AddressSanitizer + UndefinedBehaviorSanitizer
 # (plus the AVX2/AVX-512 ops emulated through SIMDe on a CPU that lacks either, and the separately compiled
-# kernels) and with g++ without sanitizers (optimised as a release build; it also builds the benchmarks and runs the emulated old CPUs); runs
-# the concurrent tests under ThreadSanitizer (clang++); builds the Python package and runs its tests
+# kernels) and with g++ without sanitizers (optimised as a release build; it also builds the benchmarks and runs
+# the emulated old CPUs); runs the concurrent tests under ThreadSanitizer (clang++); builds the Python package and runs its tests
 # (scripts/check_python.sh); then cross-builds the ISA suites for AArch64 and runs them on NEON under qemu-user.
 # Every golden suite runs once per ISA this CPU supports; the ISAs it lacks are reported skipped by name. A
 # skip for any reason not on the documented list fails the job (scripts/check_skips.py).
@@ -52,8 +52,8 @@ for cxx in clang++ g++; do
   # Both build libposenc (the C API): clang runs its C consumer under the sanitizers, g++ the ctypes and Rust
   # consumers and the installed C route (pkg-config, find_package) as well.
   emulation=OFF bench=ON separate=OFF opt="-O2 -DNDEBUG" headers=OFF exclude='^$' old_cpus=ON sanitize=""
-  [ "$cxx" = clang++ ] && emulation=$emulation_needed bench=OFF separate=ON opt="-O2 -DNDEBUG" headers=ON exclude='^package\.' \
-    old_cpus=OFF sanitize=address,undefined
+  [ "$cxx" = clang++ ] && emulation=$emulation_needed bench=OFF separate=ON opt="-O2 -DNDEBUG" headers=ON \
+    exclude='^package\.' old_cpus=OFF sanitize=address,undefined
 
   echo "== $cxx (sanitizers: ${sanitize:-none}, ${opt% *}): $build"
   start=$SECONDS
