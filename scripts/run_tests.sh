@@ -4,7 +4,8 @@
 # (plus the AVX2/AVX-512 ops emulated through SIMDe on a CPU that lacks either, and the separately compiled
 # kernels) and with g++ without sanitizers (optimised as a release build; it also builds the benchmarks and runs
 # the emulated old CPUs); runs the concurrent tests under ThreadSanitizer (clang++); builds the Python package
-# and runs its tests (scripts/check_python.sh); then cross-builds the ISA suites for AArch64 and runs them on NEON under qemu-user.
+# and runs its tests (scripts/check_python.sh); then cross-builds the ISA suites for AArch64 and runs them on
+# NEON under qemu-user.
 # Every golden suite runs once per ISA this CPU supports; the ISAs it lacks are reported skipped by name. A
 # skip for any reason not on the documented list fails the job (scripts/check_skips.py).
 # Usage: bash scripts/run_tests.sh [build-dir-prefix]
